@@ -1,0 +1,43 @@
+# Hearth: `make run` starts the app, `make test` runs the whole suite headless.
+# Both create .venv and install what they need; the second time they only check.
+
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+PIP    := $(PY) -m pip
+EXTRAS ?= gguf,default-model,gpu
+# The CPU build of torch that lies on this kind of machine's disk; only the test
+# set-up pins it (users get a plain requirement and their own CUDA build).
+TEST_TORCH ?= torch==2.13.0
+
+.PHONY: run test bench bundle clean-venv system-deps
+
+run: $(VENV)/.run-installed
+	$(PY) -m app
+
+test: $(VENV)/.test-installed
+	QT_QPA_PLATFORM=offscreen $(PY) -m pytest -q -p no:cacheprovider
+
+bench: $(VENV)/.run-installed
+	$(PY) -m engine.bench
+
+$(VENV)/bin/python:
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+
+system-deps:
+	@sh packaging/install-system-deps.sh
+
+$(VENV)/.run-installed: pyproject.toml $(VENV)/bin/python packaging/pip-install-llama.sh
+	@sh packaging/install-system-deps.sh
+	@sh packaging/pip-install-llama.sh $(PY)
+	$(PIP) install -q -e ".[$(EXTRAS)]"
+	@touch $@
+
+$(VENV)/.test-installed: $(VENV)/.run-installed
+	$(PIP) install -q "$(TEST_TORCH)"
+	$(PIP) install -q -e ".[all,test]"
+	@touch $@
+
+clean-venv:
+	rm -rf $(VENV)

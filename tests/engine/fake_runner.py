@@ -1,0 +1,83 @@
+"""A scripted runner for scheduler unit tests only (never an end-to-end stand-in).
+
+Tokens are characters (ord). The "model" sees its slot's whole cache: the text
+before the first '>' is the prompt, and it answers REPLIES[prompt] one
+character per step, then EOS. It checks that the scheduler feeds every slot's
+positions contiguously, so a wrong reuse of the cache fails loudly.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from engine.detokenizer import ByteDetokenizer
+from engine.protocol import ChatMessage, ModelInfo, SamplingParams
+from engine.runners.base import SlotWork
+
+EOS = 0
+
+
+def encode(text: str) -> list[int]:
+    return [ord(c) for c in text]
+
+
+class FakeRunner:
+    def __init__(self, replies: dict[str, str], slots: int = 2, batch_tokens: int = 64, context_length: int = 256,
+                 can_remove: bool = True) -> None:
+        self.replies = replies
+        self.slots = slots
+        self.batch_tokens = batch_tokens
+        self.context_length = context_length
+        self.can_remove = can_remove
+        self.kv: list[list[int]] = [[] for _ in range(slots)]
+        self.steps: list[list[tuple[int, int, bool]]] = []  # per forward: (slot, n tokens, sample)
+        self.info = ModelInfo("fake", "", "llamacpp", "cpu", "none", "none", context_length, slots, 0, 0, False)
+
+    def render_chat(self, messages: Sequence[ChatMessage]) -> str:
+        return "".join(m.content for m in messages) + ">"
+
+    def tokenize(self, text: str) -> list[int]:
+        return encode(text)
+
+    def detokenizer(self) -> ByteDetokenizer:
+        return ByteDetokenizer(lambda t: chr(t).encode("utf-8"))
+
+    def is_end_of_generation(self, token: int) -> bool:
+        return token == EOS
+
+    def begin_turn(self, slot: int, params: SamplingParams) -> None:
+        pass
+
+    def remove_from(self, slot: int, position: int) -> bool:
+        if not self.can_remove:
+            return False
+        del self.kv[slot][position:]
+        return True
+
+    def clear_slot(self, slot: int) -> None:
+        self.kv[slot] = []
+
+    def forward(self, work: Sequence[SlotWork]) -> dict[int, int]:
+        assert sum(len(w.tokens) for w in work) <= self.batch_tokens
+        assert len({w.slot for w in work}) == len(work), "one entry per slot per step"
+        self.steps.append([(w.slot, len(w.tokens), w.sample) for w in work])
+        sampled = {}
+        for item in work:
+            assert item.start_pos == len(self.kv[item.slot]), "positions must be contiguous"
+            self.kv[item.slot].extend(item.tokens)
+            if item.sample:
+                sampled[item.slot] = self._next(item.slot)
+        return sampled
+
+    def _next(self, slot: int) -> int:
+        text = "".join(chr(t) for t in self.kv[slot])
+        # The last turn's prompt ends at the last '>'; earlier turns are history.
+        prompt, _, generated = text.rpartition(">")
+        reply = self.replies.get(prompt.split("|")[-1], "ok")
+        return ord(reply[len(generated)]) if len(generated) < len(reply) else EOS
+
+    def kv_cache_bytes(self) -> int:
+        return sum(len(k) for k in self.kv)
+
+    def close(self) -> None:
+        pass

@@ -1,0 +1,158 @@
+"""Scheduler unit tests driven by a scripted runner: admission, chunking, reuse, stops."""
+
+from __future__ import annotations
+
+from engine.protocol import SamplingParams, Token, TurnFinished, TurnStarted
+from engine.scheduler import Scheduler
+from tests.engine.fake_runner import FakeRunner, encode
+
+GREEDY = SamplingParams(temperature=0, max_new_tokens=100)
+
+
+def run_until_idle(scheduler: Scheduler, limit: int = 500) -> list:
+    events: list = []
+    for _ in range(limit):
+        if not scheduler.has_work():
+            return events
+        events += scheduler.step()
+    raise AssertionError("scheduler never became idle")
+
+
+def text_of(events: list, chat_id: str) -> str:
+    return "".join(e.text for e in events if isinstance(e, Token) and e.chat_id == chat_id)
+
+
+def finished(events: list, chat_id: str) -> TurnFinished:
+    return next(e for e in events if isinstance(e, TurnFinished) and e.chat_id == chat_id)
+
+
+def test_admission_waits_for_a_free_slot_and_serves_a_third_chat() -> None:
+    runner = FakeRunner({"a": "one", "b": "two", "c": "three"}, slots=2)
+    scheduler = Scheduler(runner)
+    for chat in "abc":
+        scheduler.submit(chat, encode(f"{chat}>"), GREEDY)
+    first = scheduler.step()
+    assert [e.chat_id for e in first if isinstance(e, TurnStarted)] == ["a", "b"]
+    assert [s.chat_id for s in scheduler.waiting] == ["c"]
+    events = first + run_until_idle(scheduler)
+    assert {c: text_of(events, c) for c in "abc"} == {"a": "one", "b": "two", "c": "three"}
+    assert all(finished(events, c).reason == "stop" for c in "abc")
+
+
+def test_prompt_chunks_share_a_step_with_decode_tokens() -> None:
+    runner = FakeRunner({"a": "abcdefgh", "x" * 20: "y"}, slots=2, batch_tokens=8)
+    scheduler = Scheduler(runner)
+    scheduler.submit("a", encode("a>"), GREEDY)
+    scheduler.step()  # a's prompt, first token sampled
+    scheduler.submit("long", encode("x" * 20 + ">"), GREEDY)
+    scheduler.step()
+    last = runner.steps[-1]
+    assert last[0] == (0, 1, True), "the generating chat feeds one token and samples"
+    assert last[1] == (1, 7, False), "the prompt fills the rest of the budget without sampling"
+    events = run_until_idle(scheduler)
+    assert text_of(events, "long") == "y"
+    assert max(sum(n for _, n, _ in step) for step in runner.steps) <= 8
+
+
+def test_second_turn_reuses_the_slot_cache() -> None:
+    runner = FakeRunner({"hi": "hello", "more": "sure"}, slots=2)
+    scheduler = Scheduler(runner)
+    scheduler.submit("a", encode("hi>"), GREEDY)
+    events = run_until_idle(scheduler)
+    assert text_of(events, "a") == "hello"
+    second_prompt = encode("hi>hello|more>")
+    scheduler.submit("a", second_prompt, GREEDY)
+    events = run_until_idle(scheduler)
+    started = next(e for e in events if isinstance(e, TurnStarted))
+    assert started.reused_tokens == len("hi>hello")  # the EOS was sampled, never fed
+    assert text_of(events, "a") == "sure"
+    assert finished(events, "a").stats.reused_tokens == len("hi>hello")
+
+
+def test_least_recently_used_idle_slot_is_taken_and_its_chat_reprefills() -> None:
+    runner = FakeRunner({"a": "1", "b": "2", "c": "3"}, slots=2)
+    scheduler = Scheduler(runner)
+    for chat in "ab":
+        scheduler.submit(chat, encode(f"{chat}>"), GREEDY)
+        run_until_idle(scheduler)
+    scheduler.submit("c", encode("c>"), GREEDY)
+    events = run_until_idle(scheduler)
+    assert text_of(events, "c") == "3"
+    assert {s.chat_id for s in scheduler.slots} == {"b", "c"}, "a was least recently used"
+    scheduler.submit("a", encode("a>1|a>"), GREEDY)
+    events = run_until_idle(scheduler)
+    assert next(e for e in events if isinstance(e, TurnStarted)).reused_tokens == 0
+    assert text_of(events, "a") == "1"
+
+
+def test_cancel_takes_effect_before_the_next_step_and_frees_the_slot() -> None:
+    runner = FakeRunner({"a": "a long answer", "b": "b"}, slots=1)
+    scheduler = Scheduler(runner)
+    scheduler.submit("a", encode("a>"), GREEDY)
+    scheduler.step()
+    scheduler.step()
+    steps_before = len(runner.steps)
+    events = scheduler.cancel("a")
+    assert finished(events, "a").reason == "cancelled"
+    assert finished(events, "a").stats.generated_tokens == 2
+    assert scheduler.slots_busy() == 0
+    scheduler.submit("b", encode("b>"), GREEDY)
+    events = run_until_idle(scheduler)
+    assert text_of(events, "b") == "b"
+    assert runner.kv[0][:2] == encode("b>"), "a's cache was dropped when b took the slot"
+    assert len(runner.steps) - steps_before == 2, "b: one prompt step and one step for its EOS"
+
+
+def test_stop_string_split_across_tokens_is_held_back_and_never_shown() -> None:
+    runner = FakeRunner({"q": "say STxSTOP more"}, slots=1)
+    scheduler = Scheduler(runner)
+    params = SamplingParams(temperature=0, max_new_tokens=100, stop=("STOP",))
+    scheduler.submit("q", encode("q>"), params)
+    events = run_until_idle(scheduler)
+    tokens = [e.text for e in events if isinstance(e, Token)]
+    assert "".join(tokens) == "say STx"
+    assert finished(events, "q").reason == "stop"
+    assert finished(events, "q").text == "say STx"
+    assert tokens[-1] == "STx", "'ST' was held back until 'x' showed it was no stop string"
+
+
+def test_max_new_tokens_and_prompt_longer_than_context() -> None:
+    runner = FakeRunner({"a": "abcdefgh"}, slots=1, context_length=16)
+    scheduler = Scheduler(runner)
+    scheduler.submit("a", encode("a>"), SamplingParams(temperature=0, max_new_tokens=3))
+    events = run_until_idle(scheduler)
+    assert text_of(events, "a") == "abc" and finished(events, "a").reason == "length"
+    events = scheduler.submit("b", encode("x" * 40), GREEDY)
+    assert finished(events, "b").reason == "error"
+    assert "40 tokens" in finished(events, "b").message and "16" in finished(events, "b").message
+
+
+def test_context_full_ends_the_answer_with_a_message() -> None:
+    runner = FakeRunner({"a": "abcdefghijklmnopqrstuvwxyz"}, slots=1, context_length=10)
+    scheduler = Scheduler(runner)
+    scheduler.submit("a", encode("a>"), GREEDY)
+    events = run_until_idle(scheduler)
+    end = finished(events, "a")
+    assert end.reason == "context_full" and "context is full" in end.message
+    assert text_of(events, "a") == "abcdefgh"
+
+
+def test_cache_that_cannot_drop_a_tail_is_rebuilt_from_scratch() -> None:
+    runner = FakeRunner({"hi": "hello", "more": "sure"}, slots=1, can_remove=False)
+    scheduler = Scheduler(runner)
+    scheduler.submit("a", encode("hi>"), GREEDY)
+    run_until_idle(scheduler)
+    scheduler.submit("a", encode("hi>hellX|more>"), GREEDY)  # differs inside the cache
+    events = run_until_idle(scheduler)
+    assert next(e for e in events if isinstance(e, TurnStarted)).reused_tokens == 0
+    assert text_of(events, "a") == "sure"
+
+
+def test_close_forgets_the_chat_cache() -> None:
+    runner = FakeRunner({"a": "x"}, slots=1)
+    scheduler = Scheduler(runner)
+    scheduler.submit("a", encode("a>"), GREEDY)
+    scheduler.step()
+    events = scheduler.close("a")
+    assert finished(events, "a").reason == "cancelled"
+    assert scheduler.slots[0].chat_id is None and runner.kv[0] == []
