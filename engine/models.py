@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import mmap
 import os
 import re
 import struct
@@ -97,7 +98,8 @@ def describe(path: str | os.PathLike[str]) -> ModelDescription:
     if not target.exists():
         raise ModelReadError(f"{target} does not exist. Check the path, or choose another model.")
     stat = target.stat()
-    return _describe_cached(str(target.resolve()), stat.st_mtime_ns, stat.st_size)
+    # absolute, not resolved: a hub cache file is a link to a blob named by its hash
+    return _describe_cached(str(target.absolute()), stat.st_mtime_ns, stat.st_size)
 
 
 @lru_cache(maxsize=64)
@@ -113,55 +115,107 @@ def _describe_cached(path: str, mtime_ns: int, size: int) -> ModelDescription:
 
 
 def _describe_gguf(path: Path) -> ModelDescription:
-    from gguf import GGUFReader  # imports numpy; only when a GGUF is described
-
     try:
-        reader = GGUFReader(path, "r")
-    except Exception as error:  # the reader raises ValueError, struct errors, OSError ...
+        fields, tensors = read_gguf_header(path)
+    except (OSError, ValueError, KeyError, struct.error) as error:
         raise ModelReadError(
             f"{path.name} could not be read as a GGUF file ({error}). It may be incomplete or not a "
             "GGUF model; download it again or choose another file.") from error
-    fields = reader.fields
-    arch = str(_field(fields, "general.architecture") or "unknown")
+    arch = str(fields.get("general.architecture") or "unknown")
 
     def arch_int(key: str, default: int = 0) -> int:
-        value = _field(fields, f"{arch}.{key}")
+        value = fields.get(f"{arch}.{key}")
         if isinstance(value, list):  # some models give per-layer head counts
             value = max(value) if value else default
-        return int(value) if value is not None else default
+        return int(value) if isinstance(value, (int, float)) else default
 
-    heads = arch_int("attention.head_count")
-    embedding = arch_int("embedding_length")
-    tensors = [(t.name, int(t.n_bytes), int(t.n_elements), t.tensor_type.name) for t in reader.tensors]
-    vocab = arch_int("vocab_size") or _array_length(fields, "tokenizer.ggml.tokens")
-    layers = arch_int("block_count")
-    del reader  # releases the memory map (Windows cannot delete a mapped file)
+    heads, embedding, layers = arch_int("attention.head_count"), arch_int("embedding_length"), arch_int("block_count")
+    tokens = fields.get("tokenizer.ggml.tokens")
     layer_bytes, output_bytes, tied = _split_layers(tensors, layers)
     return ModelDescription(
-        path=str(path), kind="gguf",
-        name=str(_field(fields, "general.name") or path.stem),
-        architecture=arch,
-        n_params=sum(t[2] for t in tensors),
-        file_bytes=path.stat().st_size,
-        quantization=_gguf_file_type(_field(fields, "general.file_type"), tensors),
-        trained_context_length=arch_int("context_length"),
-        layers=layers, heads=heads,
+        path=str(path), kind="gguf", name=path.stem, architecture=arch,
+        n_params=sum(t[2] for t in tensors), file_bytes=path.stat().st_size,
+        quantization=_gguf_file_type(fields.get("general.file_type"), tensors),
+        trained_context_length=arch_int("context_length"), layers=layers, heads=heads,
         kv_heads=arch_int("attention.head_count_kv", heads),
         head_dim=arch_int("attention.key_length") or (embedding // heads if heads else 0),
-        embedding_length=embedding, vocab_size=vocab,
+        embedding_length=embedding,
+        vocab_size=arch_int("vocab_size") or (tokens.length if isinstance(tokens, SkippedArray) else 0),
         tensor_bytes=sum(t[1] for t in tensors),
         layer_bytes=layer_bytes, output_bytes=output_bytes, tied_embeddings=tied,
     )
 
 
-def _field(fields: dict[str, Any], key: str) -> Any:
-    field = fields.get(key)
-    return field.contents() if field is not None else None
+@dataclass(frozen=True)
+class SkippedArray:
+    """A long metadata array (the vocabulary, merges) that was stepped over, not read."""
+
+    length: int
 
 
-def _array_length(fields: dict[str, Any], key: str) -> int:
-    field = fields.get(key)
-    return len(field.data) if field is not None else 0
+_SCALARS = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q", 11: "<q", 12: "<d"}
+_STRING, _ARRAY, _KEEP_ARRAY = 8, 9, 1024
+
+
+def read_gguf_header(path: Path) -> tuple[dict[str, Any], list[tuple[str, int, int, str]]]:
+    """Metadata and (name, bytes, elements, type) of each tensor, from a GGUF file's header.
+
+    The `gguf` package's GGUFReader turns every vocabulary string into a numpy
+    view: 4 s of CPU for a 49k-token vocabulary, too slow for a dialog. This
+    walks the same format with struct and steps over long arrays.
+    """
+    from gguf import GGML_QUANT_SIZES, GGMLQuantizationType  # the format's own constants
+
+    with open(path, "rb") as stream, mmap.mmap(stream.fileno(), 0, access=mmap.ACCESS_READ) as data:
+        if data[:4] != b"GGUF":
+            raise ValueError(f"it starts with {bytes(data[:4])!r}, not GGUF")
+        version, n_tensors, n_fields = struct.unpack_from("<IQQ", data, 4)
+        if not 2 <= version <= 3:
+            raise ValueError(f"GGUF version {version} is not supported")
+        offset, fields = 24, {}
+        for _ in range(n_fields):
+            key, offset = _read_string(data, offset)
+            (kind,) = struct.unpack_from("<I", data, offset)
+            fields[key], offset = _read_value(data, offset + 4, kind)
+        tensors = []
+        for _ in range(n_tensors):
+            name, offset = _read_string(data, offset)
+            (n_dims,) = struct.unpack_from("<I", data, offset)
+            dims = struct.unpack_from(f"<{n_dims}Q", data, offset + 4)
+            (type_id,) = struct.unpack_from("<I", data, offset + 4 + 8 * n_dims)
+            offset += 4 + 8 * n_dims + 4 + 8  # dims, type, data offset
+            quant = GGMLQuantizationType(type_id)
+            block, block_bytes = GGML_QUANT_SIZES[quant]
+            elements = math.prod(dims)
+            tensors.append((name, elements // block * block_bytes, elements, quant.name))
+    return fields, tensors
+
+
+def _read_string(data: mmap.mmap, offset: int) -> tuple[str, int]:
+    (length,) = struct.unpack_from("<Q", data, offset)
+    end = offset + 8 + length
+    return data[offset + 8:end].decode("utf-8", errors="replace"), end
+
+
+def _read_value(data: mmap.mmap, offset: int, kind: int) -> tuple[Any, int]:
+    if kind == _STRING:
+        return _read_string(data, offset)
+    if kind != _ARRAY:
+        (value,) = struct.unpack_from(_SCALARS[kind], data, offset)
+        return value, offset + struct.calcsize(_SCALARS[kind])
+    item_kind, length = struct.unpack_from("<IQ", data, offset)
+    offset += 12
+    keep = length <= _KEEP_ARRAY
+    if item_kind in _SCALARS:
+        size = struct.calcsize(_SCALARS[item_kind])
+        values = list(struct.unpack_from(f"<{length}{_SCALARS[item_kind][1]}", data, offset)) if keep else None
+        return (values if keep else SkippedArray(length)), offset + size * length
+    items = []
+    for _ in range(length):  # arrays of strings (or of arrays): walk them, keep short ones
+        item, offset = _read_value(data, offset, item_kind)
+        if keep:
+            items.append(item)
+    return (items if keep else SkippedArray(length)), offset
 
 
 def _split_layers(tensors: list[tuple[str, int, int, str]], layers: int) -> tuple[tuple[int, ...], int, bool]:

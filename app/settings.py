@@ -1,0 +1,199 @@
+"""Settings, declared once (key, type, default, help), stored as JSON in the user config dir.
+
+The one place that reads and writes the settings file. A corrupt or unreadable
+file never stops the app: it starts with defaults, keeps the bad file as .bak
+and says so once. `HEARTH_CONFIG_DIR` moves the file (tests use a tmp dir).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from engine.protocol import ModelConfig, SamplingParams
+
+SCHEMA_VERSION = 1
+FILE_NAME = "settings.json"
+RECENT_LIMIT = 10
+_MODEL = {f.name: f.default for f in dataclasses.fields(ModelConfig)}
+_SAMPLING = {f.name: f.default for f in dataclasses.fields(SamplingParams)}
+
+
+@dataclass(frozen=True)
+class Setting:
+    key: str
+    type: type
+    default: Any
+    help: str
+    choices: tuple[Any, ...] = ()
+
+
+def _model(name: str, kind: type, help: str, choices: tuple[Any, ...] = ()) -> Setting:
+    return Setting(f"model.{name}", kind, _MODEL[name], help, choices)
+
+
+def _sampling(name: str, kind: type, help: str) -> Setting:
+    return Setting(f"sampling.{name}", kind, _SAMPLING[name], help)
+
+
+# Defaults come from the engine's own dataclasses so the two can never disagree.
+SETTINGS: tuple[Setting, ...] = (
+    Setting("model.path", str, "", "The GGUF file or Hugging Face folder to load; empty: the bundled default."),
+    Setting("model.backend", str, "auto", "llama.cpp or transformers; auto: chosen from the model.",
+            ("auto", "llamacpp", "hf")),
+    _model("context_length", int, "Tokens one chat may hold."),
+    _model("slots", int, "Chats answered at the same time."),
+    _model("batch_tokens", int, "Tokens one forward pass takes (llama.cpp n_batch)."),
+    Setting("model.threads", int, 0, "CPU threads; 0: the library's choice."),
+    _model("gpu_layers", int, "Layers put on the GPU (llama.cpp): -1 all, 0 none."),
+    _model("flash_attention", str, "Flash attention.", ("auto", "on", "off")),
+    _model("kv_cache_type", str, "KV cache element type (llama.cpp).", ("f16", "q8_0", "q4_0")),
+    _model("quantization", str, "Quantize at load (transformers).", ("none", "int8", "nf4", "fp4")),
+    _model("double_quant", bool, "4-bit: quantize the quantization constants too."),
+    _model("dtype", str, "Compute dtype (transformers).", ("auto", "bfloat16", "float16", "float32")),
+    _model("device", str, "auto, cpu, or cuda:N."),
+    Setting("model.recent", list, [], "Models loaded before, newest first."),
+    _sampling("temperature", float, "Randomness; 0 picks the most likely token."),
+    _sampling("top_k", int, "Sample among the k most likely tokens; 0: all."),
+    _sampling("top_p", float, "Sample among the most likely tokens up to this probability mass."),
+    _sampling("min_p", float, "Drop tokens less likely than this fraction of the top token."),
+    _sampling("repeat_penalty", float, "Discourage repeating recent tokens; 1: off."),
+    _sampling("max_new_tokens", int, "Longest answer, in tokens."),
+    Setting("sampling.seed", int, -1, "Random seed; -1: a different one each time."),
+    Setting("chat.system_prompt", str, "You are a helpful assistant.", "The system prompt of new chats."),
+)
+BY_KEY = {setting.key: setting for setting in SETTINGS}
+
+
+def config_dir() -> Path:
+    override = os.environ.get("HEARTH_CONFIG_DIR")
+    if override:
+        return Path(override)
+    import platformdirs
+
+    return platformdirs.user_config_path("Hearth", appauthor=False)
+
+
+def settings_path() -> Path:
+    return config_dir() / FILE_NAME
+
+
+def _valid(setting: Setting, value: Any) -> bool:
+    if setting.type is float:
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    elif setting.type is int:
+        ok = isinstance(value, int) and not isinstance(value, bool)
+    elif setting.type is list:
+        ok = isinstance(value, list) and all(isinstance(item, str) for item in value)
+    else:
+        ok = isinstance(value, setting.type)
+    return ok and (not setting.choices or value in setting.choices)
+
+
+class Settings:
+    """Current values by key; `message` is set once when the file had to be replaced."""
+
+    def __init__(self, path: Path, values: dict[str, Any] | None = None, message: str = "") -> None:
+        self.path = path
+        self.message = message
+        self._values = {s.key: _copy(s.default) for s in SETTINGS}
+        for key, value in (values or {}).items():
+            if key in BY_KEY and _valid(BY_KEY[key], value):
+                self._values[key] = float(value) if BY_KEY[key].type is float else _copy(value)
+
+    @classmethod
+    def load(cls, path: Path | None = None) -> Settings:
+        path = path or settings_path()
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return cls(path)
+        except (OSError, UnicodeDecodeError) as error:
+            return cls._replace_bad_file(path, f"it could not be read ({error})")
+        try:
+            data = json.loads(text)
+            if not isinstance(data, dict) or not isinstance(data.get("settings"), dict):
+                raise ValueError("it has no settings object")
+        except ValueError as error:
+            return cls._replace_bad_file(path, f"it is not valid ({error})")
+        return cls(path, data["settings"])
+
+    @classmethod
+    def _replace_bad_file(cls, path: Path, why: str) -> Settings:
+        backup = path.with_name(path.name + ".bak")
+        try:
+            os.replace(path, backup)
+            kept = f"The old file was kept as {backup}."
+        except OSError:
+            kept = "The old file could not be moved aside and will be overwritten."
+        settings = cls(path, message=f"Your settings file {path} was not used because {why}. "
+                                     f"Hearth started with default settings. {kept}")
+        settings.save()  # written at once, so the message is shown only this one time
+        return settings
+
+    def get(self, key: str) -> Any:
+        return _copy(self._values[key])
+
+    def set(self, key: str, value: Any) -> None:
+        setting = BY_KEY[key]  # an unknown key is a programming error: KeyError
+        if setting.type is float and isinstance(value, int) and not isinstance(value, bool):
+            value = float(value)
+        if not _valid(setting, value):
+            raise ValueError(f"{key} cannot be {value!r}: {setting.help}")
+        self._values[key] = _copy(value)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {key: _copy(value) for key, value in self._values.items()}
+
+    def save(self) -> None:
+        """Write atomically: a crash mid-write must not leave a corrupt file."""
+        data = {"schema_version": SCHEMA_VERSION, "settings": self._values}
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            temporary = self.path.with_name(self.path.name + ".tmp")
+            temporary.write_text(json.dumps(data, indent=2, sort_keys=True), encoding="utf-8")
+            os.replace(temporary, self.path)
+        except OSError as error:
+            self.message = f"Settings could not be saved to {self.path} ({error}); they last until Hearth quits."
+
+    def add_recent(self, path: str) -> None:
+        recent = [path] + [p for p in self._values["model.recent"] if p != path]
+        self._values["model.recent"] = recent[:RECENT_LIMIT]
+
+
+def _copy(value: Any) -> Any:
+    return list(value) if isinstance(value, list) else value
+
+
+# ---------------------------------------------------------------- to the engine
+
+
+def model_config(settings: Settings, default_path: str | None = None) -> ModelConfig:
+    """The ModelConfig the settings describe; an empty path means the bundled default."""
+    path = settings.get("model.path") or default_path or ""
+    backend = settings.get("model.backend")
+    if backend == "auto":
+        backend = "hf" if path and Path(path).is_dir() else "llamacpp"
+    gguf_file = path if backend == "hf" and path.lower().endswith(".gguf") else None
+    values = {name: settings.get(f"model.{name}") for name in _MODEL if f"model.{name}" in BY_KEY}
+    values.update(path=path, backend=backend, threads=settings.get("model.threads") or None, gguf_file=gguf_file)
+    return ModelConfig(**values)
+
+
+def sampling_params(settings: Settings) -> SamplingParams:
+    values = {name: settings.get(f"sampling.{name}") for name in _SAMPLING if f"sampling.{name}" in BY_KEY}
+    seed = values.pop("seed")
+    return SamplingParams(**values, seed=None if seed < 0 else seed)
+
+
+def system_prompt(settings: Settings) -> str:
+    return str(settings.get("chat.system_prompt"))
+
+
+def engine_inputs(settings: Settings, default_path: str | None = None) -> tuple[ModelConfig, SamplingParams, str]:
+    """Everything the engine and new chats need, in one call."""
+    return model_config(settings, default_path), sampling_params(settings), system_prompt(settings)

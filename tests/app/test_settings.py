@@ -1,0 +1,126 @@
+"""Settings: declared once, saved as JSON with a schema version, robust to a corrupt file."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from app.settings import BY_KEY, SCHEMA_VERSION, SETTINGS, Settings, engine_inputs, settings_path
+from engine.protocol import ModelConfig, SamplingParams
+
+
+@pytest.fixture
+def config_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("HEARTH_CONFIG_DIR", str(tmp_path / "config"))
+    return tmp_path / "config"
+
+
+def test_every_setting_is_declared_once_with_help_and_a_valid_default() -> None:
+    keys = [s.key for s in SETTINGS]
+    assert len(keys) == len(set(keys))
+    for setting in SETTINGS:
+        assert setting.help, setting.key
+        assert Settings(Path("unused")).get(setting.key) == setting.default
+    # the engine's own defaults are the settings' defaults
+    assert BY_KEY["model.context_length"].default == ModelConfig.context_length == 4096
+    assert BY_KEY["sampling.temperature"].default == SamplingParams.temperature
+
+
+def test_the_path_follows_the_environment_variable(config_dir: Path) -> None:
+    assert settings_path() == config_dir / "settings.json"
+
+
+def test_missing_file_gives_defaults_and_no_message(config_dir: Path) -> None:
+    settings = Settings.load()
+    assert settings.message == ""
+    assert settings.get("model.slots") == 4
+    assert not settings_path().exists()
+
+
+def test_round_trip_through_a_restart(config_dir: Path) -> None:
+    settings = Settings.load()
+    settings.set("model.context_length", 2048)
+    settings.set("model.kv_cache_type", "q8_0")
+    settings.set("sampling.temperature", 0)  # an int where a float is declared: stored as 0.0
+    settings.set("chat.system_prompt", "Answer in French.")
+    settings.add_recent("/models/a.gguf")
+    settings.add_recent("/models/b.gguf")
+    settings.add_recent("/models/a.gguf")
+    settings.save()
+
+    data = json.loads(settings_path().read_text(encoding="utf-8"))
+    assert data["schema_version"] == SCHEMA_VERSION
+    again = Settings.load()
+    assert again.message == ""
+    assert again.as_dict() == settings.as_dict()
+    assert again.get("model.context_length") == 2048
+    assert again.get("sampling.temperature") == 0.0
+    assert again.get("model.recent") == ["/models/a.gguf", "/models/b.gguf"]
+
+
+def test_corrupt_file_gives_defaults_keeps_a_backup_and_tells_once(config_dir: Path) -> None:
+    config_dir.mkdir(parents=True)
+    settings_path().write_text("{ this is not json", encoding="utf-8")
+    settings = Settings.load()
+    assert settings.get("model.context_length") == 4096
+    assert "settings.json" in settings.message and "default settings" in settings.message
+    backup = config_dir / "settings.json.bak"
+    assert backup.read_text(encoding="utf-8") == "{ this is not json"
+    assert str(backup) in settings.message
+    # the second start reads the fresh file written in place of the bad one: no message again
+    assert Settings.load().message == ""
+
+
+def test_unreadable_bytes_and_wrong_shapes_are_handled(config_dir: Path) -> None:
+    config_dir.mkdir(parents=True)
+    settings_path().write_bytes(b"\xff\xfe\x00garbage")
+    assert "could not be read" in Settings.load().message
+    settings_path().write_text("[1, 2, 3]", encoding="utf-8")
+    assert "no settings object" in Settings.load().message
+
+
+def test_bad_values_fall_back_to_their_defaults_one_by_one(config_dir: Path) -> None:
+    config_dir.mkdir(parents=True)
+    values = {"model.slots": "many", "model.kv_cache_type": "q2", "model.context_length": 1024, "unknown.key": 1}
+    settings_path().write_text(json.dumps({"schema_version": 1, "settings": values}), encoding="utf-8")
+    settings = Settings.load()
+    assert settings.message == ""
+    assert settings.get("model.slots") == 4
+    assert settings.get("model.kv_cache_type") == "f16"
+    assert settings.get("model.context_length") == 1024
+
+
+def test_set_rejects_a_wrong_type_or_choice() -> None:
+    settings = Settings(Path("unused"))
+    with pytest.raises(ValueError, match="model.slots"):
+        settings.set("model.slots", "four")
+    with pytest.raises(ValueError, match="flash_attention"):
+        settings.set("model.flash_attention", "maybe")
+    assert settings.get("model.slots") == 4
+
+
+def test_engine_inputs_from_settings(tmp_path: Path) -> None:
+    settings = Settings(tmp_path / "s.json")
+    settings.set("model.context_length", 1024)
+    settings.set("model.slots", 2)
+    settings.set("model.threads", 3)
+    settings.set("sampling.seed", 7)
+    settings.set("sampling.top_k", 20)
+    settings.set("chat.system_prompt", "Be brief.")
+    config, sampling, prompt = engine_inputs(settings, default_path="/d/model.gguf")
+    assert config == ModelConfig(path="/d/model.gguf", backend="llamacpp", context_length=1024, slots=2, threads=3)
+    assert sampling == SamplingParams(top_k=20, seed=7)
+    assert prompt == "Be brief."
+
+    settings.set("model.threads", 0)
+    settings.set("sampling.seed", -1)
+    settings.set("model.path", str(tmp_path))  # a folder: transformers
+    config, sampling, _ = engine_inputs(settings)
+    assert (config.backend, config.threads, sampling.seed) == ("hf", None, None)
+
+    settings.set("model.path", "/d/other.gguf")
+    settings.set("model.backend", "hf")  # transformers loading a GGUF, dequantized
+    config, _, _ = engine_inputs(settings)
+    assert (config.backend, config.gguf_file) == ("hf", "/d/other.gguf")

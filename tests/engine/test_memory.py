@@ -1,0 +1,178 @@
+"""The memory estimate: hand-computed bytes, the verdict, the probes, and a real measurement."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import psutil
+import pytest
+
+from engine.memory import (Estimate, cuda_devices, estimate, kv_cache_bytes, process_rss, suggest, system_memory,
+                           verdict)
+from engine.models import ModelDescription, describe
+from engine.protocol import ModelConfig
+
+MiB = 1 << 20
+# A GGUF shaped by hand: 4 layers of 100 MiB, a 50 MiB output head, 30 MiB of token embeddings
+TOY_GGUF = ModelDescription(
+    path="toy.gguf", kind="gguf", name="toy", architecture="llama", n_params=10**9, file_bytes=481 * MiB,
+    quantization="Q8_0", trained_context_length=32768, layers=4, heads=8, kv_heads=2, head_dim=128,
+    embedding_length=1024, vocab_size=32000, tensor_bytes=480 * MiB, layer_bytes=(100 * MiB,) * 4,
+    output_bytes=50 * MiB)
+TOY_HF = dataclasses.replace(TOY_GGUF, path="toy", kind="hf", quantization="bf16", n_params=1_000_000,
+                             unquantized_params=200_000, dtype="bfloat16", tensor_bytes=2_000_000,
+                             layer_bytes=(), output_bytes=0)
+
+
+def test_kv_cache_bytes_by_hand() -> None:
+    # 2 (K and V) x 4 layers x 2 KV heads x 128 dims x 1000 positions x 2 bytes
+    assert kv_cache_bytes(TOY_GGUF, 1000, 2.0) == 2 * 4 * 2 * 128 * 1000 * 2 == 4_096_000
+
+
+@pytest.mark.parametrize(("kv_type", "bytes_per_element"), [("f16", 2), ("q8_0", 34 / 32), ("q4_0", 18 / 32)])
+def test_llamacpp_kv_cache_is_unified_over_slots(kv_type: str, bytes_per_element: float) -> None:
+    config = ModelConfig(path="toy.gguf", context_length=4096, slots=4, kv_cache_type=kv_type)  # type: ignore[arg-type]
+    result = estimate(TOY_GGUF, config)
+    assert result.unified and result.kv_cells == 16384
+    assert result.kv_cache_bytes == int(2 * 4 * 2 * 128 * 16384 * bytes_per_element)
+    assert result.weights_bytes == 480 * MiB
+    assert "shared by all 4 chats" in result.kv_explanation()
+
+
+def test_default_model_estimate_by_hand(default_model: str) -> None:
+    model = describe(default_model)
+    result = estimate(model, ModelConfig(path=default_model))  # the engine's defaults: 4096 x 4 slots, f16, batch 512
+    # SmolLM2-135M: 2 x 30 layers x 3 KV heads x 64 dims x 16384 cells x 2 bytes
+    assert result.kv_cache_bytes == 377_487_360
+    assert result.weights_bytes == model.tensor_bytes
+    # runtime 16 MiB + GGUF metadata pages + logits of 4 slots + 512 tokens x 576 dims x 17 floats x 4 bytes
+    overhead = 16 * MiB + (model.file_bytes - model.tensor_bytes) + 49152 * 4 * 4 + 512 * 576 * 17 * 4
+    assert result.overhead_bytes == overhead
+    assert result.gpu_bytes == 0 and result.cpu_bytes == result.total_bytes
+
+
+def test_gpu_share_follows_the_layer_count() -> None:
+    config = ModelConfig(path="toy.gguf", context_length=1024, slots=1, gpu_layers=2, device="cuda:0")
+    result = estimate(TOY_GGUF, config)
+    kv = 2 * 4 * 2 * 128 * 1024 * 2
+    assert result.on_gpu and result.gpu_layers == 2
+    # the last two layers and half the KV cache go to the GPU; the output head stays (2 < 4 layers)
+    gpu_overhead = result.gpu_bytes - 200 * MiB - kv // 2
+    assert 400 * MiB <= gpu_overhead < 450 * MiB  # CUDA context and the compute buffer
+    everything = estimate(TOY_GGUF, dataclasses.replace(config, gpu_layers=-1))
+    assert everything.gpu_bytes - result.gpu_bytes >= 200 * MiB + 50 * MiB + kv // 2
+    # device "auto" uses the GPU only when there is one; "cpu" never
+    assert estimate(TOY_GGUF, dataclasses.replace(config, device="auto"), has_gpu=False).gpu_bytes == 0
+    assert estimate(TOY_GGUF, dataclasses.replace(config, device="cpu"), has_gpu=True).gpu_bytes == 0
+
+
+def test_changing_context_slots_or_kv_type_changes_the_estimate() -> None:
+    base = ModelConfig(path="toy.gguf", context_length=4096, slots=4)
+    totals = {estimate(TOY_GGUF, dataclasses.replace(base, **change)).total_bytes
+              for change in ({}, {"context_length": 2048}, {"slots": 2}, {"kv_cache_type": "q8_0"})}
+    assert len(totals) == 4
+
+
+def test_hf_weights_by_hand_for_each_quantization() -> None:
+    def weights(**change: object) -> int:
+        config = dataclasses.replace(ModelConfig(path="toy", backend="hf", context_length=256, slots=1), **change)
+        return estimate(TOY_HF, config).weights_bytes
+
+    # "auto" is what the HF runner picks: float32 on the CPU, bf16 on a GPU
+    assert weights() == 1_000_000 * 4
+    assert weights(device="cuda:0") == 1_000_000 * 2
+    assert weights(dtype="float16") == 1_000_000 * 2
+    # 800k quantizable weights; 200k (embeddings, norms, lm_head) stay in the compute dtype
+    assert weights(quantization="int8", dtype="bfloat16") == 800_000 + 200_000 * 2
+    assert weights(quantization="nf4", dtype="bfloat16") == int(800_000 * (0.5 + 4 / 64)) + 200_000 * 2 == 850_000
+    assert weights(quantization="fp4", double_quant=True, dtype="bfloat16") == \
+        int(800_000 * (0.5 + 1 / 64 + 4 / 16384)) + 400_000
+    kv = estimate(TOY_HF, ModelConfig(path="toy", backend="hf", context_length=256, slots=3))
+    assert not kv.unified and kv.kv_cache_bytes == 2 * 4 * 2 * 128 * 256 * 3 * 4
+
+
+def test_verdict_levels_and_suggestions() -> None:
+    result = estimate(TOY_GGUF, ModelConfig(path="toy.gguf", context_length=32768, slots=4))
+    need = result.total_bytes
+    assert verdict(result, free_bytes=4 * need, total_bytes=8 * need).level == "fits"
+    assert verdict(result, free_bytes=4 * need, total_bytes=8 * need).suggestion == ""
+    tight = verdict(result, free_bytes=need + MiB, total_bytes=int(need * 1.2))
+    assert tight.level == "tight" and "context" in tight.suggestion
+    free = int(need * 0.75)
+    too_big = verdict(result, free_bytes=free, total_bytes=need)
+    assert too_big.level == "does not fit" and too_big.suggestion.startswith("Lower the context to ")
+    # the suggested context really fits, and the step above it would not
+    suggested = int(too_big.suggestion.split("to ")[1].split(" tokens")[0].replace(",", ""))
+    assert suggested % 256 == 0 and 8192 < suggested < 16384
+    assert estimate(TOY_GGUF, dataclasses.replace(result.config, context_length=suggested)).total_bytes <= free
+    assert estimate(TOY_GGUF, dataclasses.replace(result.config, context_length=suggested + 256)).total_bytes > free
+
+
+def test_suggestions_beyond_context() -> None:
+    weights_only = estimate(TOY_GGUF, ModelConfig(path="toy.gguf", context_length=512, slots=1))
+    assert suggest(weights_only, weights_only.total_bytes // 10).startswith("Choose a smaller model")
+    on_gpu = estimate(TOY_GGUF, ModelConfig(path="toy.gguf", context_length=512, slots=1, device="cuda:0"))
+    # leaving one layer on the CPU frees it (100 MiB) and the output head with its logits (50 + 62.5 MiB)
+    assert suggest(on_gpu, on_gpu.gpu_bytes - 150 * MiB).startswith("Put 3 of 4 layers on the GPU")
+    assert suggest(on_gpu, on_gpu.gpu_bytes - 250 * MiB).startswith("Put 2 of 4 layers on the GPU")
+    hf = estimate(TOY_HF, ModelConfig(path="toy", backend="hf", context_length=256, slots=1))
+    assert suggest(hf, int(hf.total_bytes * 0.8)) == "Load it in 4-bit (NF4)."
+
+
+def test_probes() -> None:
+    ram = system_memory()
+    assert ram.total_bytes == psutil.virtual_memory().total and 0 < ram.free_bytes <= ram.total_bytes
+    assert process_rss() > 10 * MiB
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        expected = pynvml.nvmlDeviceGetCount()
+        pynvml.nvmlShutdown()
+    except Exception:  # no driver on this machine: the probe must say "no GPU", not fail
+        expected = 0
+    devices = cuda_devices()
+    assert len(devices) == expected
+    assert all(d.total_bytes >= d.free_bytes > 0 and d.device.startswith("cuda:") for d in devices)
+
+
+MEASURE = """
+import json, sys
+import psutil
+from engine.protocol import ModelConfig, SamplingParams
+from engine.runners import load_runner
+from engine.runners.base import SlotWork
+process = psutil.Process()
+import llama_cpp, engine.runners.llamacpp  # libraries loaded before the baseline: they are not the model
+before = process.memory_info().rss
+runner = load_runner(ModelConfig(path=sys.argv[1]), lambda fraction, message: None, lambda: False)
+loaded = process.memory_info().rss
+for slot in range(runner.slots):
+    runner.begin_turn(slot, SamplingParams(temperature=0.0))
+# a full batch of prompt in one chat, then decode steps in all chats: every buffer a turn uses is touched
+runner.forward([SlotWork(0, [100 + i % 900 for i in range(runner.batch_tokens)], 0, True)])
+for step in range(3):
+    runner.forward([SlotWork(s, [200 + s], (runner.batch_tokens if s == 0 else 0) + step, True)
+                    for s in range(runner.slots)])
+used = process.memory_info().rss
+runner.close()
+print(json.dumps({"after_load": loaded - before, "after_steps": used - before}))
+"""
+
+
+@pytest.mark.slow
+def test_estimate_is_within_ten_percent_of_measured_rss(default_model: str) -> None:
+    """Bytes, not time: the process's resident memory growth when the engine loads the default model."""
+    root = Path(__file__).resolve().parents[2]
+    run = subprocess.run([sys.executable, "-c", MEASURE, default_model], cwd=root, capture_output=True,
+                         text=True, timeout=300, check=False)
+    assert run.returncode == 0, run.stderr[-2000:]
+    measured = json.loads(run.stdout.strip().splitlines()[-1])
+    result: Estimate = estimate(describe(default_model), ModelConfig(path=default_model))
+    print(f"estimated {result.total_bytes:,} bytes; measured {measured}")
+    assert abs(result.total_bytes - measured["after_steps"]) <= 0.10 * measured["after_steps"]
+    assert abs(result.total_bytes - measured["after_load"]) <= 0.10 * measured["after_load"]
