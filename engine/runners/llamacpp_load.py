@@ -1,0 +1,279 @@
+"""Loading a GGUF file with llama.cpp: checks, parameters, and llama.cpp's own log.
+
+llama.cpp reports problems only through its log (a NULL model says nothing),
+so its log goes to a small ring buffer instead of stderr: loading reads the
+lines written since it started and turns them into a message a person can act
+on, and into facts (flash attention resolved by "auto", layers offloaded).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import re
+import threading
+from collections import deque
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Callable, Iterator
+
+import llama_cpp
+
+from engine.protocol import ModelConfig
+from engine.runners.base import LoadCancelled, RunnerError
+
+Progress = Callable[[float, str], None]
+
+# ggml_log_level in this llama.cpp: 1 debug, 2 info, 3 warn, 4 error, 5 continuation
+_LEVEL_INFO, _LEVEL_ERROR, _LEVEL_CONT = 2, 4, 5
+KV_TYPES = {"f16": llama_cpp.GGML_TYPE_F16, "q8_0": llama_cpp.GGML_TYPE_Q8_0, "q4_0": llama_cpp.GGML_TYPE_Q4_0}
+KV_BYTES_PER_ELEMENT = {"f16": 2.0, "q8_0": 34 / 32, "q4_0": 18 / 32}  # ggml block sizes
+FLASH_ATTENTION = {
+    "auto": llama_cpp.LLAMA_FLASH_ATTN_TYPE_AUTO,
+    "on": llama_cpp.LLAMA_FLASH_ATTN_TYPE_ENABLED,
+    "off": llama_cpp.LLAMA_FLASH_ATTN_TYPE_DISABLED,
+}
+
+
+class LlamaLog:
+    """The last few hundred lines llama.cpp logged, numbered so a caller can read 'since'."""
+
+    def __init__(self, keep: int = 400) -> None:
+        self._lines: deque[tuple[int, int, str]] = deque(maxlen=keep)
+        self._count = 0
+        self._lock = threading.Lock()
+        # The C side keeps only a pointer: this object must outlive every call.
+        self.callback = llama_cpp.llama_log_callback(self._on_log)
+
+    def _on_log(self, level: int, text: bytes | None, _user_data: object) -> None:
+        if level == _LEVEL_CONT or level < _LEVEL_INFO or not text:
+            return  # progress dots and debug chatter
+        try:
+            line = text.decode("utf-8", errors="replace").strip()
+        except Exception:  # noqa: BLE001 - an exception must never cross into C
+            return
+        with self._lock:
+            self._count += 1
+            self._lines.append((self._count, level, line))
+
+    def mark(self) -> int:
+        with self._lock:
+            return self._count
+
+    def since(self, mark: int, min_level: int = _LEVEL_INFO) -> list[str]:
+        with self._lock:
+            return [text for number, level, text in self._lines if number > mark and level >= min_level]
+
+    def errors_since(self, mark: int) -> list[str]:
+        return self.since(mark, _LEVEL_ERROR)
+
+
+_log: LlamaLog | None = None
+_backend_ready = False
+
+
+def llama_log() -> LlamaLog:
+    """Install the quiet log once per process (llama.cpp's logger is global)."""
+    global _log, _backend_ready
+    if _log is None:
+        _log = LlamaLog()
+        llama_cpp.llama_log_set(_log.callback, ctypes.c_void_p(0))
+    if not _backend_ready:
+        llama_cpp.llama_backend_init()
+        _backend_ready = True
+    return _log
+
+
+# ---------------------------------------------------------------- before loading
+
+
+def check_file(path_text: str) -> Path:
+    """Fail early, in words, on what llama.cpp would only log: missing, empty, not GGUF."""
+    path = Path(path_text).expanduser()
+    if not path.exists():
+        raise RunnerError(f"The model file {path} does not exist. Check the path, or choose another model file.")
+    if path.is_dir():
+        raise RunnerError(
+            f"{path} is a folder, not a GGUF file. Choose a .gguf file, or use the transformers backend for a "
+            "Hugging Face model folder."
+        )
+    try:
+        size = path.stat().st_size
+        with path.open("rb") as file:
+            head = file.read(64)
+    except OSError as error:
+        raise RunnerError(f"The model file {path} cannot be read ({error.strerror or error}). Check its permissions.")
+    if size == 0:
+        raise RunnerError(f"The model file {path} is empty (0 bytes): the download or copy failed. Download it again.")
+    if not head.startswith(b"GGUF"):
+        raise RunnerError(f"{path} is not a GGUF model file: {_what_it_is(head)}. Choose a .gguf file made for llama.cpp.")
+    return path
+
+
+def _what_it_is(head: bytes) -> str:
+    if head.startswith(b"version https://git-lfs"):
+        return "it is a Git LFS pointer, not the model itself (run `git lfs pull` in its repository)"
+    if head.lstrip().lower().startswith((b"<!doctype", b"<html")):
+        return "it is a web page, probably an error page saved instead of the download"
+    if head.startswith(b"PK"):
+        return "it is a zip archive (unpack it first)"
+    try:
+        text = head.decode("utf-8")
+    except UnicodeDecodeError:
+        return f"it starts with the bytes {head[:4]!r} instead of 'GGUF'"
+    return f"it is a text file starting with {text[:24]!r}"
+
+
+def check_config(config: ModelConfig) -> None:
+    if config.kv_cache_type != "f16" and config.flash_attention == "off":
+        raise RunnerError(
+            f"A {config.kv_cache_type} KV cache needs flash attention: llama.cpp cannot quantize the V cache "
+            "without it. Set flash attention to auto or on, or the KV cache type to f16."
+        )
+    if config.slots < 1 or config.context_length < 16 or config.batch_tokens < 1:
+        raise RunnerError(
+            f"These settings cannot work: {config.slots} chats, a context of {config.context_length} tokens, "
+            f"a batch of {config.batch_tokens} tokens. Use at least 1 chat, 16 tokens and 1 token."
+        )
+    most = llama_cpp.llama_max_parallel_sequences()
+    if config.slots > most:
+        raise RunnerError(f"llama.cpp serves at most {most} chats at once; {config.slots} were asked for.")
+
+
+# ---------------------------------------------------------------- loading
+
+
+def load_model(path: Path, config: ModelConfig, progress: Progress, cancelled: Callable[[], bool]) -> int:
+    """The llama_model pointer; raises RunnerError or LoadCancelled."""
+    log = llama_log()
+    mark = log.mark()
+    stopped = [False]
+    last = [-1.0]
+
+    def on_progress(fraction: float, _user_data: object) -> bool:
+        try:
+            if cancelled():
+                stopped[0] = True
+                return False
+            if fraction - last[0] >= 0.01 or fraction >= 1.0:  # not thousands of events
+                last[0] = fraction
+                progress(float(fraction), "Loading weights")
+        except Exception:  # noqa: BLE001 - an exception must never cross into C
+            return True
+        return True
+
+    params = llama_cpp.llama_model_default_params()
+    params.n_gpu_layers = config.gpu_layers if config.gpu_layers >= 0 else -1
+    params.use_extra_bufts = extra_buffers_usable()
+    callback = llama_cpp.llama_progress_callback(on_progress)
+    params.progress_callback = callback
+    model = llama_cpp.llama_model_load_from_file(str(path).encode("utf-8"), params)
+    del callback  # the C side no longer calls it
+    if stopped[0] or (not model and cancelled()):
+        if model:
+            llama_cpp.llama_model_free(model)
+        raise LoadCancelled(f"Loading {path.name} was cancelled.")
+    if not model:
+        raise RunnerError(load_failure(path, log.errors_since(mark)))
+    return int(model)
+
+
+def extra_buffers_usable() -> bool:
+    """Whether llama.cpp may use its extra CPU weight layouts (AMX tiles, repacked blocks).
+
+    Some virtual machines advertise Intel AMX yet fault on its instructions: the
+    first multi-token decode then kills the whole process with SIGILL. AMX only
+    speeds up prompt processing, so when both the build and the CPU claim AMX the
+    extra layouts stay off, unless HEARTH_LLAMA_AMX=1 says the machine is known to be fine.
+    """
+    if os.environ.get("HEARTH_LLAMA_AMX") == "1":
+        return True
+    built_with_amx = b"AMX_INT8 = 1" in (llama_cpp.llama_print_system_info() or b"")
+    try:
+        flags = Path("/proc/cpuinfo").read_text(errors="replace")  # Linux only; elsewhere nothing to fear
+    except OSError:
+        return True
+    return not (built_with_amx and " amx_tile" in flags)
+
+
+@contextmanager
+def same_model_params_for_highlevel() -> Iterator[None]:
+    """Let llama-cpp-python's high-level `Llama` load weights as this runner does (benchmark, tests)."""
+    original = llama_cpp.llama_cpp.llama_model_default_params
+
+    def patched() -> llama_cpp.llama_model_params:
+        params = original()
+        params.use_extra_bufts = extra_buffers_usable()
+        return params
+
+    llama_cpp.llama_cpp.llama_model_default_params = patched
+    try:
+        yield
+    finally:
+        llama_cpp.llama_cpp.llama_model_default_params = original
+
+
+def load_failure(path: Path, errors: list[str]) -> str:
+    detail = _last_reason(errors)
+    joined = " ".join(errors).lower()
+    if "unknown model architecture" in joined:
+        hint = "This llama.cpp build does not know the model's architecture; a newer llama-cpp-python may."
+    elif "file bounds" in joined or "failed to read" in joined or "corrupted" in joined:
+        hint = "The file looks incomplete or damaged: download it again."
+    else:
+        hint = "Check that it is a complete GGUF model for llama.cpp; a newer llama-cpp-python may be needed."
+    return f"llama.cpp could not load the model file {path}: {detail}. {hint}"
+
+
+def _last_reason(errors: list[str]) -> str:
+    # The generic "failed to load model" lines follow the one that says why.
+    specific = [e for e in errors if "failed to load model" not in e] or errors or ["no reason was given"]
+    return re.sub(r"^[\w:]+: (error loading model: )?", "", specific[0]).rstrip(".")
+
+
+def context_params(config: ModelConfig, context_length: int) -> llama_cpp.llama_context_params:
+    params = llama_cpp.llama_context_default_params()
+    params.n_ctx = context_length * config.slots
+    params.n_seq_max = config.slots
+    params.kv_unified = True  # one cache for all chats: a long chat may use what short ones leave
+    params.n_batch = max(config.batch_tokens, config.slots)  # every slot's decode token fits one step
+    params.n_ubatch = min(params.n_batch, 512)  # llama.cpp's default physical batch
+    if config.threads:
+        params.n_threads = params.n_threads_batch = config.threads
+    else:
+        params.n_threads, params.n_threads_batch = default_threads()
+    params.flash_attn_type = FLASH_ATTENTION[config.flash_attention]
+    params.type_k = params.type_v = KV_TYPES[config.kv_cache_type]
+    params.no_perf = True
+    return params
+
+
+def default_threads() -> tuple[int, int]:
+    """Generation and prompt threads when the settings leave it open.
+
+    ggml's threads spin at a barrier many times per token: when one of them
+    loses its core to another process, all of them wait, and speed drops tenfold
+    (measured on 2 cores: 31 tok/s with 1 thread, 3 tok/s with 2, beside other
+    work). So generation leaves one logical CPU to the window and the system;
+    prompt batches, short and compute-bound, use every physical core.
+    """
+    import psutil
+
+    logical = os.cpu_count() or 1
+    physical = psutil.cpu_count(logical=False) or logical
+    return max(1, min(physical, logical - 1)), max(1, physical)
+
+
+def create_context(model: int, path: Path, config: ModelConfig, context_length: int) -> int:
+    log = llama_log()
+    mark = log.mark()
+    context = llama_cpp.llama_init_from_model(model, context_params(config, context_length))
+    if not context:
+        errors = log.errors_since(mark)
+        detail = errors[-1] if errors else "no reason was given"
+        raise RunnerError(
+            f"llama.cpp could not create a context for {path.name} with {config.slots} chats of "
+            f"{context_length} tokens ({config.kv_cache_type} KV cache, flash attention {config.flash_attention}): "
+            f"{detail}. Try a shorter context, fewer chats, or an f16 KV cache."
+        )
+    return int(context)
