@@ -1,0 +1,106 @@
+"""Start Hearth: `hearth` (the gui-script) and `python -m app` both call `main()`.
+
+Nothing heavy is imported before the window is on screen: no torch, no
+llama.cpp (the engine thread imports its backend when it loads a model).
+`--self-test` opens the real window, answers in several tabs at once and
+prints one JSON line; packaging uses it to check a bundle.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Sequence, cast
+
+EPILOG = "Qt options (such as -platform offscreen) are passed on to Qt."
+
+
+def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
+    parser = argparse.ArgumentParser(prog="hearth", description="Chat with local language models.", epilog=EPILOG)
+    parser.add_argument("--model", metavar="PATH", help="load this GGUF file instead of the one in the settings")
+    parser.add_argument("--theme", choices=("system", "light", "dark"), default="system", help="colour scheme")
+    parser.add_argument("--verbose", action="store_true", help="log to the console too, with debug detail")
+    parser.add_argument("--version", action="store_true", help="print the version and exit")
+    parser.add_argument("--install-desktop-entry", action="store_true", help="add Hearth to the application menu")
+    parser.add_argument("--uninstall-desktop-entry", action="store_true", help="remove it from the menu again")
+    test = parser.add_argument_group("self-test")
+    test.add_argument("--self-test", action="store_true", help="answer in several tabs at once, print JSON, exit")
+    test.add_argument("--tabs", type=int, default=2, help="tabs answering at once in the self-test (default 2)")
+    test.add_argument("--max-tokens", type=int, default=64, help="tokens per answer in the self-test (default 64)")
+    test.add_argument("--timeout", type=float, default=180.0, help="seconds before the self-test gives up")
+    return parser.parse_known_args(list(argv))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the `hearth` gui-script; returns the process exit status."""
+    args, qt_args = parse_args(sys.argv[1:] if argv is None else argv)
+    if args.version:
+        from app import __version__
+
+        print(f"Hearth {__version__}")
+        return 0
+    if args.install_desktop_entry or args.uninstall_desktop_entry:
+        return _desktop_entry(install=args.install_desktop_entry)
+    from app import logs
+
+    logs.setup_logging(verbose=args.verbose)
+    try:
+        return _run_window(args, qt_args)
+    finally:
+        logs.shutdown_logging()
+
+
+def _run_window(args: argparse.Namespace, qt_args: list[str]) -> int:
+    if args.self_test and _headless_linux():
+        os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")  # a CI box or a container: no screen to open
+    from PySide6.QtWidgets import QApplication
+
+    import resources
+    from app import logs
+    from app.mainwindow import MainWindow
+    from app.theme import apply_theme
+
+    QApplication.setApplicationName("Hearth")
+    QApplication.setOrganizationName("Hearth")
+    QApplication.setDesktopFileName(resources.APP_ID)
+    app = cast(QApplication, QApplication.instance()) or QApplication([sys.argv[0], *qt_args])
+    app.setWindowIcon(resources.app_icon())
+    apply_theme(app, args.theme)  # type: ignore[arg-type]
+    model_path = args.model
+    if args.self_test and not model_path:  # the self-test checks the bundled model, not the user's choice
+        from app.bridge import default_model_path
+
+        model_path = str(default_model_path() or "")
+    window = MainWindow(model_path=model_path or None)
+    if args.self_test:
+        from app.selftest import SelfTest
+
+        test = SelfTest(window, tabs=args.tabs, max_tokens=args.max_tokens, timeout_s=args.timeout)
+        uninstall = logs.install_excepthooks(test.on_unhandled_error)
+    else:
+        from app.crash_dialog import show_crash_dialog
+
+        def on_error(report: logs.ErrorReport) -> None:
+            show_crash_dialog(window, report)  # non-blocking; Hearth goes on
+
+        uninstall = logs.install_excepthooks(on_error)
+    try:
+        window.show()
+        status = app.exec()
+        return test.exit_status if args.self_test else status
+    finally:
+        window.bridge.shutdown()  # also when exec() ended without the window closing
+        uninstall()
+
+
+def _headless_linux() -> bool:
+    return sys.platform.startswith("linux") and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+
+
+def _desktop_entry(install: bool) -> int:
+    from app import desktop_entry
+
+    result = desktop_entry.install_desktop_entry() if install else desktop_entry.uninstall_desktop_entry()
+    print(result.message)
+    return 0 if result.ok else 1

@@ -1,0 +1,249 @@
+"""The main window on the real engine and default model, driven the way a user drives it."""
+
+from __future__ import annotations
+
+import threading
+
+from PySide6.QtCore import Qt, QUrl
+from PySide6.QtGui import QGuiApplication
+
+from app.chattab import ChatTab
+from app.mainwindow import MainWindow
+from engine.protocol import ChatError
+
+
+def type_and_send(qtbot, tab: ChatTab, text: str) -> None:  # type: ignore[no-untyped-def]
+    qtbot.keyClicks(tab.input, text)
+    qtbot.keyClick(tab.input, Qt.Key.Key_Return)
+
+
+def long_answers(window: MainWindow) -> None:
+    """Answers that run until stopped, so a test can act while they stream."""
+    from dataclasses import replace
+
+    window.default_sampling = replace(window.default_sampling, max_new_tokens=400, ignore_eos=True)
+
+
+def answer_text(tab: ChatTab) -> str:
+    cards = [card for card in tab.view.cards() if card.role == "assistant"]
+    return cards[-1].browser.toPlainText() if cards else ""
+
+
+def test_input_is_disabled_with_a_reason_until_the_model_is_loaded(qtbot, make_window) -> None:
+    window = make_window(wait_for_model=False)
+    tab = window.current_tab()
+    seen_while_loading: list[tuple[bool, str]] = []
+    window.bridge.model_loading.connect(lambda *_: seen_while_loading.append((tab.input.isEnabled(), tab.reason.text())))
+    assert not tab.input.isEnabled() and not tab.send_button.isEnabled()
+    with qtbot.waitSignal(window.bridge.model_loaded, timeout=60_000):
+        window.show()
+    enabled, reason = seen_while_loading[0]
+    assert not enabled and reason.startswith("Loading SmolLM2-135M-Instruct.Q4_1.gguf")
+    assert tab.input.isEnabled() and tab.reason.isHidden()
+    assert window.gauge.device_name == "CPU"
+
+
+def test_two_tabs_answer_at_the_same_time(qtbot, make_window) -> None:
+    window = make_window()
+    order: list[str] = []
+    finished: dict[str, str] = {}
+    window.bridge.token_received.connect(lambda chat, _text: order.append(chat))
+    window.bridge.turn_finished.connect(lambda event: finished.__setitem__(event.chat_id, event.text))
+    first = window.current_tab()
+    type_and_send(qtbot, first, "Name three colours.")
+    qtbot.keyClick(window, Qt.Key.Key_T, Qt.KeyboardModifier.ControlModifier)
+    second = window.current_tab()
+    assert second is not first and window.tabs.count() == 2
+    type_and_send(qtbot, second, "Write one sentence about tea.")
+    assert first.answering and second.answering
+    assert window.tabs.is_busy(first) and not window.tabs.tabIcon(0).isNull()
+    qtbot.waitUntil(lambda: not first.answering and not second.answering, timeout=120_000)
+    switches = sum(1 for a, b in zip(order, order[1:]) if a != b)
+    assert switches >= 4, "the two tabs' tokens should interleave"
+    for tab in (first, second):
+        assert [m.role for m in tab.messages] == ["user", "assistant"]
+        assert answer_text(tab).strip() != "" and tab.messages[-1].content == finished[tab.chat_id]
+        footer = tab.view.cards()[-1].footer.text()
+        assert "tokens" in footer and "tok/s" in footer and "first token" in footer and "reused" in footer
+        assert window.tabs.tabIcon(window.tabs.indexOf(tab)).isNull()  # the spinner is gone
+
+
+def test_stop_ends_one_tab_while_the_other_goes_on(qtbot, make_window) -> None:
+    window = make_window()
+    long_answers(window)
+    first = window.current_tab()
+    type_and_send(qtbot, first, "Count to one hundred.")
+    second = window.new_chat()
+    type_and_send(qtbot, second, "Count to one hundred.")
+    qtbot.waitUntil(lambda: len(first.streamed_text) > 10 and len(second.streamed_text) > 10, timeout=60_000)
+    window.tabs.setCurrentWidget(first)
+    window.activateWindow()
+    with qtbot.waitSignal(window.bridge.turn_finished, timeout=30_000) as stopped:
+        qtbot.keyClick(first.input, Qt.Key.Key_Escape)
+    assert stopped.args[0].chat_id == first.chat_id and stopped.args[0].reason == "cancelled"
+    assert not first.answering and second.answering
+    assert "stopped" in first.view.cards()[-1].footer.text()
+    window.tabs.setCurrentWidget(second)
+    length = len(second.streamed_text)
+    qtbot.waitUntil(lambda: len(second.streamed_text) > length + 20, timeout=60_000)
+    assert answer_text(second).startswith(second.streamed_text[:10].strip())  # shown once its tab is visible
+    second.stop()
+    qtbot.waitUntil(lambda: not second.answering, timeout=30_000)
+
+
+def test_closing_an_answering_tab_frees_its_slot_for_a_third(qtbot, make_window) -> None:
+    window = make_window(slots=2)
+    long_answers(window)
+    tabs = [window.current_tab(), window.new_chat(), window.new_chat()]
+    started: list[str] = []
+    window.bridge.turn_started.connect(lambda event: started.append(event.chat_id))
+    for tab in tabs:
+        type_and_send(qtbot, tab, "Count to one hundred.")
+    qtbot.waitUntil(lambda: len(tabs[0].streamed_text) > 10 and len(tabs[1].streamed_text) > 10, timeout=60_000)
+    assert started == [tabs[0].chat_id, tabs[1].chat_id]  # two slots: the third tab waits
+    window.tabs.setCurrentWidget(tabs[0])
+    with qtbot.waitSignal(window.bridge.turn_started, timeout=30_000) as third:
+        qtbot.keyClick(window.current_tab().input, Qt.Key.Key_W, Qt.KeyboardModifier.ControlModifier)
+    assert third.args[0].chat_id == tabs[2].chat_id and window.tabs.count() == 2
+    qtbot.waitUntil(lambda: len(tabs[2].streamed_text) > 10, timeout=60_000)
+    assert tabs[1].answering  # the third was served because of the closed tab, not a finished one
+    for tab in tabs[1:]:
+        tab.stop()
+    qtbot.waitUntil(lambda: not tabs[1].answering and not tabs[2].answering, timeout=30_000)
+
+
+def test_gauge_shows_speed_device_and_model_while_streaming(qtbot, make_window) -> None:
+    window = make_window()
+    long_answers(window)
+    gauge = window.gauge
+    assert " · llama.cpp · Q4_1 · flash attention " in gauge.model_label.text()
+    first = window.current_tab()
+    type_and_send(qtbot, first, "Count to one hundred.")
+    second = window.new_chat()
+    type_and_send(qtbot, second, "Count to one hundred.")
+    qtbot.waitUntil(lambda: gauge.tokens_per_second > 0 and gauge.slots_label.text() == "slots 2/4", timeout=60_000)
+    assert gauge.device_label.text() == "CPU"
+    assert gauge.memory_label.text().startswith("RAM ") and gauge.memory_bar.parts[0][0] > 50_000_000
+    assert gauge.speed_label.text().endswith(" tok/s") and float(gauge.speed_label.text().split()[0]) > 0
+    assert len(gauge.sparkline.samples) >= 1
+    details = gauge.details_html()
+    assert "KV cache" in details and (first.title in details or second.title in details)
+    assert "tok/s" in first.view.cards()[-1].footer.text() or "tok/s" in second.view.cards()[-1].footer.text()
+    for tab in (first, second):
+        tab.stop()
+    qtbot.waitUntil(lambda: gauge.slots_label.text() == "slots 0/4", timeout=30_000)
+    assert gauge.tokens_per_second == 0
+
+
+def test_an_error_for_one_chat_shows_in_its_tab_only(qtbot, make_window) -> None:
+    window = make_window(context_length=128)
+    first, second = window.current_tab(), window.new_chat()
+    first.input.setPlainText("tell me " * 200)  # far beyond 128 tokens
+    first.send()
+    qtbot.waitUntil(lambda: not first.answering, timeout=30_000)
+    errors = [card for card in first.view.cards() if card.role == "error"]
+    assert len(errors) == 1 and "context of 128 tokens" in errors[0].text()
+    type_and_send(qtbot, second, "Name three colours.")
+    qtbot.waitUntil(lambda: not second.answering, timeout=60_000)
+    assert answer_text(second) != "" and not [c for c in second.view.cards() if c.role == "error"]
+    # An error event the engine thread emits for one chat lands in that tab, not as a crash.
+    sender = threading.Thread(target=window.bridge._engine_event.emit, args=(ChatError(second.chat_id, "GPU on fire"),))
+    sender.start()
+    sender.join()
+    qtbot.waitUntil(lambda: second.view.cards()[-1].role == "error", timeout=5_000)
+    assert second.view.cards()[-1].text() == "GPU on fire" and len(errors) == 1
+
+
+def test_markdown_renders_and_copy_buttons_copy(qtbot, make_window) -> None:
+    from app.bridge import ChatMessage
+
+    window = make_window(wait_for_model=False)
+    tab = window.current_tab()
+    answer = "Here:\n\n```python\ndef add(a, b):\n    return a + b\n```\n\nUse **add**. <b>raw</b>"
+    tab.set_conversation([ChatMessage("user", "code please"), ChatMessage("assistant", answer)])
+    card = tab.view.cards()[-1]
+    shown = card.browser.toPlainText()
+    assert "def add(a, b):" in shown and "```" not in shown and "**" not in shown and "<b>raw</b>" in shown
+    assert "Copy code" in shown and card.browser.code_blocks == ["def add(a, b):\n    return a + b"]
+    card.copy_button.click()
+    assert QGuiApplication.clipboard().text() == answer
+    card.browser.anchorClicked.emit(QUrl("copy-code:0"))  # what clicking "Copy code" sends
+    assert QGuiApplication.clipboard().text() == "def add(a, b):\n    return a + b"
+
+
+def test_enter_sends_and_shift_enter_adds_a_line(qtbot, make_window) -> None:
+    window = make_window()
+    tab = window.current_tab()
+    qtbot.keyClicks(tab.input, "first line")
+    qtbot.keyClick(tab.input, Qt.Key.Key_Return, Qt.KeyboardModifier.ShiftModifier)
+    qtbot.keyClicks(tab.input, "second line")
+    assert tab.input.toPlainText() == "first line\nsecond line" and not tab.answering
+    qtbot.keyClick(tab.input, Qt.Key.Key_Return)
+    assert tab.input.toPlainText() == "" and tab.answering
+    assert tab.messages[0].content == "first line\nsecond line" and window.tabs.tabText(0) == "first line second line"
+    qtbot.waitUntil(lambda: not tab.answering, timeout=60_000)
+
+
+def test_tabs_open_close_rename_and_switch_from_the_keyboard(qtbot, make_window) -> None:
+    window = make_window(wait_for_model=False)
+    window.show()
+    window.activateWindow()
+    qtbot.waitUntil(window.isActiveWindow)  # shortcuts go to the active window only
+    tabs = window.tabs
+    for _ in range(2):
+        qtbot.keyClick(window, Qt.Key.Key_T, Qt.KeyboardModifier.ControlModifier)
+    assert tabs.count() == 3 and tabs.currentIndex() == 2
+    qtbot.keyClick(window, Qt.Key.Key_Tab, Qt.KeyboardModifier.ControlModifier)
+    assert tabs.currentIndex() == 0
+    qtbot.keyClick(window, Qt.Key.Key_Backtab, Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier)
+    assert tabs.currentIndex() == 2
+    bar = tabs.tabBar()
+    qtbot.mouseDClick(bar, Qt.MouseButton.LeftButton, pos=bar.tabRect(1).center())
+    editor = tabs.rename_editor
+    assert editor is not None and editor.text() == "Chat 2"
+    editor.selectAll()
+    qtbot.keyClicks(editor, "Recipes")
+    qtbot.keyClick(editor, Qt.Key.Key_Return)
+    assert tabs.tabText(1) == "Recipes" and tabs.widget(1).title == "Recipes" and tabs.rename_editor is None
+    qtbot.mouseDClick(bar, Qt.MouseButton.LeftButton, pos=bar.tabRect(1).center())
+    qtbot.keyClicks(tabs.rename_editor, "Nope")
+    qtbot.keyClick(tabs.rename_editor, Qt.Key.Key_Escape)  # cancels
+    assert tabs.tabText(1) == "Recipes" and tabs.rename_editor is None
+    assert tabs.isMovable()
+    closed = tabs.widget(0).chat_id
+    tabs.setCurrentIndex(0)
+    qtbot.keyClick(window, Qt.Key.Key_W, Qt.KeyboardModifier.ControlModifier)
+    assert tabs.count() == 2 and closed not in [tab.chat_id for tab in window.chat_tabs()]
+
+
+def test_regenerate_answers_again_and_reuses_the_cache(qtbot, make_window) -> None:
+    window = make_window()
+    tab = window.current_tab()
+    type_and_send(qtbot, tab, "Name three colours.")
+    qtbot.waitUntil(lambda: not tab.answering, timeout=60_000)
+    first_answer = tab.messages[-1].content
+    with qtbot.waitSignal(window.bridge.turn_started, timeout=30_000) as started:
+        tab.regenerate_button.click()
+    assert started.args[0].reused_tokens > 0  # the question is still in the slot's KV cache
+    qtbot.waitUntil(lambda: not tab.answering, timeout=60_000)
+    assert [m.role for m in tab.messages] == ["user", "assistant"]
+    assert tab.messages[-1].content == first_answer  # greedy: the same answer again
+    assert len([c for c in tab.view.cards() if c.role == "assistant"]) == 1
+
+
+def test_the_view_follows_new_text_unless_scrolled_up(qtbot, make_window) -> None:
+    window = make_window()
+    long_answers(window)
+    window.resize(700, 420)
+    tab = window.current_tab()
+    type_and_send(qtbot, tab, "Count to one hundred.")
+    bar = tab.view.verticalScrollBar()
+    qtbot.waitUntil(lambda: bar.maximum() > 0, timeout=60_000)
+    qtbot.waitUntil(lambda: bar.maximum() > 60, timeout=60_000)
+    assert bar.value() == bar.maximum()  # pinned while text streams in
+    bar.setValue(0)
+    grown = bar.maximum()
+    qtbot.waitUntil(lambda: bar.maximum() > grown + 20, timeout=60_000)
+    assert bar.value() == 0 and not tab.view.pinned  # the reader's position is kept
+    tab.stop()
+    qtbot.waitUntil(lambda: not tab.answering, timeout=30_000)
