@@ -64,7 +64,9 @@ class MainWindow(QMainWindow):
         self.bridge = bridge or EngineBridge(self, stats_interval_s=0.25)
         self.settings = Settings.load()  # a small JSON file; a bad one is replaced, with a message
         self.model_path = model_path  # overrides the settings' model (--model, the self-test)
-        self.model_config: ModelConfig | None = None
+        self.model_config: ModelConfig | None = None  # asked for (loading or loaded)
+        self.config_in_effect: ModelConfig | None = None  # the one actually answering
+        self._settings_dialog = None
         _, self.default_sampling, self.system_prompt = self._engine_inputs()
         self.history = None  # the chat storage attaches here (see chat_opened / chat_closed)
         self._tabs_by_chat: dict[str, ChatTab] = {}
@@ -230,10 +232,14 @@ class MainWindow(QMainWindow):
         """The settings dialog; Apply reloads the model only when its config changed."""
         from app.settingsdialog import SettingsDialog  # imports the memory estimate: only when asked
 
-        dialog = SettingsDialog(self.settings, self)
+        dialog = SettingsDialog(self.settings, self, loaded=self.config_in_effect)
         dialog.model_config_applied.connect(self._on_model_config_applied)
         dialog.sampling_applied.connect(self._on_sampling_applied)
+        # A failed load is explained where the user is looking: in the dialog.
+        self.bridge.model_load_failed.connect(dialog.show_load_error)
+        dialog.finished.connect(lambda _result: self.bridge.model_load_failed.disconnect(dialog.show_load_error))
         dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        self._settings_dialog = dialog
         dialog.open()
 
     def _on_model_config_applied(self, config: ModelConfig) -> None:
@@ -269,6 +275,7 @@ class MainWindow(QMainWindow):
         self._set_model_state(False, f"Loading {name}… {percent}%{' — ' + message if message else ''}")
 
     def _on_model_loaded(self, info: ModelInfo) -> None:
+        self.config_in_effect = self.model_config
         self.load_progress.hide()
         self._set_model_state(True, "")
         self.load_label.setText("")
@@ -279,6 +286,7 @@ class MainWindow(QMainWindow):
         self.load_progress.hide()
         info = self.bridge.model_info
         if info is not None:  # the previous model is still loaded and answering
+            self.model_config = self.config_in_effect
             self._set_model_state(True, "")
             self.load_label.setText(f"Kept {info.name}: {message}")
             return
