@@ -11,7 +11,12 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Sequence, cast
+from typing import TYPE_CHECKING, Sequence, cast
+
+if TYPE_CHECKING:
+    from PySide6.QtWidgets import QApplication
+
+    from app.mainwindow import MainWindow
 
 EPILOG = "Qt options (such as -platform offscreen) are passed on to Qt."
 
@@ -29,6 +34,10 @@ def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
     test.add_argument("--tabs", type=int, default=2, help="tabs answering at once in the self-test (default 2)")
     test.add_argument("--max-tokens", type=int, default=64, help="tokens per answer in the self-test (default 64)")
     test.add_argument("--timeout", type=float, default=180.0, help="seconds before the self-test gives up")
+    hidden = argparse.SUPPRESS  # for tests of the history: not for people
+    parser.add_argument("--send", metavar="TEXT", help=hidden)  # send TEXT in the current tab once the model is loaded
+    parser.add_argument("--ignore-eos", action="store_true", help=hidden)
+    parser.add_argument("--dump-restored", action="store_true", help=hidden)  # print the restored tabs as JSON, exit
     return parser.parse_known_args(list(argv))
 
 
@@ -86,12 +95,46 @@ def _run_window(args: argparse.Namespace, qt_args: list[str]) -> int:
 
         uninstall = logs.install_excepthooks(on_error)
     try:
-        window.show()
+        if args.dump_restored:
+            _dump_restored(window, app)
+        else:
+            if args.send:
+                _send_when_loaded(window, args)
+            window.show()
         status = app.exec()
         return test.exit_status if args.self_test else status
     finally:
         window.bridge.shutdown()  # also when exec() ended without the window closing
         uninstall()
+
+
+def _dump_restored(window: MainWindow, app: QApplication) -> None:
+    """Print what the history put on screen as one JSON line, then quit (the engine is never started)."""
+    import json
+
+    from PySide6.QtCore import QTimer
+
+    def dump() -> None:
+        print(json.dumps(window.history_ui.dump()), flush=True)
+        app.quit()
+
+    window.history_ui.restored.connect(dump)
+    QTimer.singleShot(60_000, lambda: app.exit(1))  # the history thread never answered
+
+
+def _send_when_loaded(window: MainWindow, args: argparse.Namespace) -> None:
+    from dataclasses import replace
+
+    window.default_sampling = replace(window.default_sampling, max_new_tokens=args.max_tokens, ignore_eos=args.ignore_eos)
+
+    def send() -> None:
+        window.bridge.model_loaded.disconnect(send)  # only the first load
+        tab = window.current_tab()
+        if tab is not None:
+            tab.input.setPlainText(args.send)
+            tab.send()
+
+    window.bridge.model_loaded.connect(send)
 
 
 def _headless_linux() -> bool:

@@ -80,8 +80,12 @@ class MainWindow(QMainWindow):
         self.gauge = GaugeWidget(self._title_of, self)
         self._build_central()
         self._build_status_bar()
-        build_menus(self)
         self._connect_bridge()
+        from app.history_ui import HistoryUI  # after the bridge: the tabs hear engine events first
+
+        self.history_ui = HistoryUI(self)  # saves every chat; restores the open tabs when it has read them
+        self.history = self.history_ui.client
+        build_menus(self)
         self.new_chat()
 
     # ------------------------------------------------------------ building
@@ -318,4 +322,5 @@ class MainWindow(QMainWindow):
 
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802
         self.bridge.shutdown()  # joins the engine thread: nothing may emit into a dead window
+        self.history_ui.close()  # writes what streamed, marks unfinished answers interrupted, joins its thread
         super().closeEvent(event)

@@ -19,6 +19,8 @@ def build_menus(window: MainWindow) -> None:
     add_action(chat, "&Close chat", window.close_current_chat, "Ctrl+W")
     add_action(chat, "&Stop answering", window.stop_current, "Esc")
     chat.addSeparator()
+    _history_actions(window, chat)
+    chat.addSeparator()
     add_action(chat, "&Quit", window.close, "Ctrl+Q", QKeySequence.StandardKey.Quit)
     model = window.menuBar().addMenu("&Model")
     add_action(model, "&Settings…", window.open_settings, "Ctrl+,", QKeySequence.StandardKey.Preferences)
@@ -28,6 +30,16 @@ def build_menus(window: MainWindow) -> None:
     add_action(help_menu, "&About Hearth", window.show_about)
     for keys, step in TAB_KEYS:
         QShortcut(QKeySequence(keys), window, lambda step=step: window.switch_tab(step))
+
+
+def _history_actions(window: MainWindow, chat: QMenu) -> None:
+    from app import history_dialog as dialogs
+
+    history = window.history_ui
+    add_action(chat, "C&hats…", lambda: dialogs.show_chat_list(history), "Ctrl+Shift+H")
+    add_action(chat, "Export as &Markdown…", lambda: dialogs.export_with_dialog(history, "markdown"))
+    add_action(chat, "Export as &JSON…", lambda: dialogs.export_with_dialog(history, "json"))
+    add_action(chat, "&Import JSON…", lambda: dialogs.import_with_dialog(history))
 
 
 def add_action(

@@ -48,9 +48,10 @@ def fail_on_qt_warnings() -> Iterator[list[str]]:
 
 @pytest.fixture(autouse=True)
 def settings_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """The user's own settings never leak into a test."""
+    """The user's own settings and chats never leak into a test."""
     folder = tmp_path / "config"
     monkeypatch.setenv("HEARTH_CONFIG_DIR", str(folder))
+    monkeypatch.setenv("HEARTH_DATA_DIR", str(tmp_path / "data"))  # nor the user's chat history
     return folder
 
 

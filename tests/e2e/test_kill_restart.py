@@ -1,0 +1,69 @@
+"""Killing Hearth mid-answer loses at most the last second: the restarted app shows the partial answer, interrupted."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+PROMPT = "Write a very long story about a lighthouse keeper."
+
+
+def app_env(tmp_path: Path) -> dict[str, str]:
+    return dict(os.environ, QT_QPA_PLATFORM="offscreen", HEARTH_CONFIG_DIR=str(tmp_path / "config"),
+                HEARTH_DATA_DIR=str(tmp_path / "data"), XDG_STATE_HOME=str(tmp_path / "state"))  # fmt: skip
+
+
+def streaming_answer(database: Path) -> str:
+    """The text saved so far of an answer still streaming, read without disturbing the writer ("" if none)."""
+    if not database.exists():
+        return ""
+    try:
+        db = sqlite3.connect(f"file:{database}?mode=ro", uri=True, timeout=1)
+    except sqlite3.Error:
+        return ""
+    try:
+        row = db.execute("SELECT text FROM messages WHERE role = 'assistant' AND state = 'streaming'"
+                         " AND length(text) > 0").fetchone()
+    except sqlite3.Error:  # the file is being created: try again
+        return ""
+    finally:
+        db.close()
+    return row[0] if row else ""
+
+
+def test_a_killed_answer_comes_back_interrupted_after_restart(tmp_path: Path, default_model: str) -> None:
+    env, database = app_env(tmp_path), tmp_path / "data" / "history.sqlite3"
+    command = [sys.executable, "-m", "app", "--model", default_model, "--send", PROMPT,
+               "--max-tokens", "1500", "--ignore-eos"]  # fmt: skip
+    process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline, partial = time.monotonic() + 240, ""
+        while not partial and time.monotonic() < deadline and process.poll() is None:
+            time.sleep(0.2)
+            partial = streaming_answer(database)
+        assert partial, "no partial answer was saved while streaming"
+        process.send_signal(signal.SIGKILL)
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.communicate(timeout=30)
+    assert process.returncode == -signal.SIGKILL
+    result = subprocess.run([sys.executable, "-m", "app", "--dump-restored"], cwd=ROOT, env=env,
+                            capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    restored = json.loads(result.stdout.strip().splitlines()[-1])
+    assert restored["interrupted"] == 1 and len(restored["tabs"]) == 1
+    tab = restored["tabs"][0]
+    assert [m["role"] for m in tab["messages"]] == ["user", "assistant"]
+    question, answer = tab["messages"]
+    assert question["text"] == PROMPT and question["state"] == "complete"
+    assert answer["state"] == "interrupted" and answer["text"].startswith(partial) and answer["text"].strip()
+    assert "interrupted" in tab["notes"][-1]  # Regenerate is tested in tests/app/test_history_ui.py
+    assert tab["title"].startswith("Write a very long story")
