@@ -3,7 +3,9 @@
 Tokens arrive through the window (routed by chat id) and are only buffered;
 a ~30 ms timer moves them into the view, so a fast model costs one repaint per
 tick, not one per token. A tab that is not visible just keeps its buffer and
-renders when it is shown again.
+renders when it is shown again. A message's Edit button puts its text back in
+the input; sending it then replaces that message and everything below it (the
+history keeps the old branch as an alternative, "< 1/2 >").
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from PySide6.QtGui import QKeyEvent, QShowEvent
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, QVBoxLayout, QWidget
 
 from app.bridge import ChatMessage, EngineBridge, SamplingParams, TurnFinished, TurnStarted
+from app.message_actions import MessageActions
 from app.message_list import MessageCard, MessageList
 
 FLUSH_INTERVAL_MS = 30
@@ -36,13 +39,17 @@ class ChatInput(QPlainTextEdit):
         super().keyPressEvent(event)
 
 
-class ChatTab(QWidget):
+class ChatTab(MessageActions, QWidget):
     """A conversation with the model; several tabs answer at the same time."""
 
     answering_changed = Signal(bool)
     title_changed = Signal(str)
     conversation_changed = Signal(str)  # chat_id: a message was added or removed (history hook)
     answer_streamed = Signal(str, str)  # chat_id, answer so far (at most once per flush tick)
+    # chat_id, index in `messages`: the history does the storing and may show another branch.
+    message_edited = Signal(str, int, str)  # ... and the new text; the edited message is `messages[index]` now
+    messages_deleted = Signal(str, int)  # messages[index:] were removed
+    branch_step_requested = Signal(str, int, int)  # ... and -1/+1: show the previous/next alternative
 
     def __init__(
         self, bridge: EngineBridge, defaults: Defaults, title: str, parent: QWidget | None = None, chat_id: str = ""
@@ -62,6 +69,7 @@ class ChatTab(QWidget):
         self._turn_started: TurnStarted | None = None
         self._error_shown = False
         self._model_ready = False
+        self.editing_index: int | None = None  # the message Send will replace, while editing
         self._flush_timer = QTimer(self, interval=FLUSH_INTERVAL_MS)
         self._flush_timer.timeout.connect(self._flush)
         self._build()
@@ -69,6 +77,9 @@ class ChatTab(QWidget):
 
     def _build(self) -> None:
         self.view = MessageList(self)
+        self.view.edit_requested.connect(self._on_edit_requested)
+        self.view.delete_requested.connect(self._on_delete_requested)
+        self.view.branch_step_requested.connect(self._on_branch_step_requested)
         self.input = ChatInput(self)
         self.input.setObjectName("chatInput")  # styled in resources/style.qss
         self.input.setPlaceholderText("Message the model — Enter sends, Shift+Enter for a new line")
@@ -85,10 +96,13 @@ class ChatTab(QWidget):
         self.stop_button.setToolTip("Stop this answer (Esc)")
         self.regenerate_button = QPushButton("Regenerate")
         self.regenerate_button.clicked.connect(self.regenerate)
+        self.cancel_edit_button = QPushButton("Cancel edit")
+        self.cancel_edit_button.clicked.connect(self.cancel_edit)
+        self.cancel_edit_button.hide()
         buttons = QHBoxLayout()
         buttons.addWidget(self.reason, 10)
         buttons.addStretch(1)  # buttons keep their size when there is no reason to show
-        for button in (self.regenerate_button, self.stop_button, self.send_button):
+        for button in (self.cancel_edit_button, self.regenerate_button, self.stop_button, self.send_button):
             buttons.addWidget(button)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 6)
@@ -112,12 +126,19 @@ class ChatTab(QWidget):
         if not text or self.answering or not self._model_ready:
             return
         self.input.clear()
+        edited, self.editing_index = self.editing_index, None
+        self._show_editing(False)
+        if edited is not None:
+            self._truncate(edited)
         self.messages.append(ChatMessage("user", text))
         self.view.add_card("user", text)
         self.view.scroll_to_bottom()
         if not self.title_from_user and len(self.messages) == 1:
             self._set_title(text)
-        self.conversation_changed.emit(self.chat_id)
+        if edited is not None:
+            self.message_edited.emit(self.chat_id, edited, text)
+        else:
+            self.conversation_changed.emit(self.chat_id)
         self._start_turn()
 
     def stop(self) -> None:
@@ -138,7 +159,9 @@ class ChatTab(QWidget):
             self._start_turn()
 
     def set_conversation(self, messages: Sequence[ChatMessage]) -> None:
-        """Show a stored conversation (the history reopening a chat); not while answering."""
+        """Show a stored conversation (the history reopening a chat or switching a branch); not while answering."""
+        if self.editing_index is not None:
+            self.cancel_edit()
         self.messages = [m for m in messages if m.role != "system"]
         self.view.clear()
         for message in self.messages:

@@ -8,7 +8,8 @@ the stored messages a tab shows are kept here, parallel to `tab.messages`, so
 a new message knows its parent. On startup the stored open tabs replace the
 empty first tab; answers a crash cut short come back with an "(interrupted)"
 note and Regenerate enabled. Storage problems show in the status bar while the
-chats stay in memory.
+chats stay in memory. Branches ("< 1/2 >"), edits, deletes and scroll positions
+are app/history_branches.py's part.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from PySide6.QtWidgets import QLabel
 
 from app.bridge import ChatMessage, TurnFinished
 from app.chattab import ChatTab
+from app.history_branches import BranchKeeper
 from app.history_model import ChatSnapshot, StoredMessage
 from app.history_worker import HistoryClient, StartupReport
 
@@ -41,6 +43,7 @@ class HistoryUI(QObject):
         super().__init__(window)
         self.window = window
         self.client = HistoryClient(path, parent=self)
+        self.branches = BranchKeeper(self)
         self.ready = False
         self.problem_text = ""
         self.report: StartupReport | None = None
@@ -111,19 +114,25 @@ class HistoryUI(QObject):
         self.restored.emit()
 
     def show_snapshot(self, snapshot: ChatSnapshot) -> ChatTab:
-        """A stored chat as a new tab (the last one), its active branch shown."""
-        path = [m for m in snapshot.path() if m.role != "system" and (m.text or m.role == "user")]
+        """A stored chat as a new tab (the last one), its active branch shown where it was read."""
         restoring, self._restoring = self._restoring, True
         try:
-            messages = [ChatMessage(m.role, m.text) for m in path]
-            tab = self.window.new_chat(snapshot.chat.title, snapshot.chat.id, messages)
+            tab = self.window.new_chat(snapshot.chat.title, snapshot.chat.id)
         finally:
             self._restoring = restoring
         tab.title_from_user = not snapshot.chat.title_auto
+        self.render(tab, snapshot)
+        self.branches.show_positions(snapshot)
+        self.branches.restore_scroll(tab, snapshot)
+        return tab
+
+    def render(self, tab: ChatTab, snapshot: ChatSnapshot) -> None:
+        """Show the chat's active branch in the tab."""
+        path = [m for m in snapshot.path() if m.role != "system" and (m.text or m.role == "user")]
+        tab.set_conversation([ChatMessage(m.role, m.text) for m in path])
         self._ids[tab.chat_id] = [m.id for m in path]
         self._states.update({m.id: m.state for m in path})
         self._mark_interrupted(tab, path)
-        return tab
 
     def _mark_interrupted(self, tab: ChatTab, path: list[StoredMessage]) -> None:
         for card, message in zip(tab.view.cards(), path):
@@ -149,6 +158,7 @@ class HistoryUI(QObject):
     def _on_chat_opened(self, tab: ChatTab) -> None:
         self._ids.setdefault(tab.chat_id, [])
         tab.conversation_changed.connect(self._on_conversation_changed)
+        self.branches.attach(tab)
         tab.title_changed.connect(lambda title, tab=tab: self._on_title_changed(tab, title))
         if self._restoring:
             return
@@ -163,15 +173,21 @@ class HistoryUI(QObject):
             self.client.rename_chat(tab.chat_id, title)
 
     def _on_chat_closed(self, chat_id: str) -> None:
+        self.branches.save_scroll(chat_id)
+        self.branches.snapshots.pop(chat_id, None)
         self._ids.pop(chat_id, None)  # a streaming answer is still finished when its turn ends
         self.save_tabs()
 
-    def _tab(self, chat_id: str) -> ChatTab | None:
+    def tab(self, chat_id: str) -> ChatTab | None:
         return next((tab for tab in self.window.chat_tabs() if tab.chat_id == chat_id), None)
+
+    def ids(self, chat_id: str) -> list[str]:
+        """The stored ids of the messages the chat's tab shows (a throwaway list for a closed chat)."""
+        return self._ids.get(chat_id, [])
 
     def _on_conversation_changed(self, chat_id: str) -> None:
         """Store the user messages the tab added; remember an answer it dropped for Regenerate."""
-        tab, ids = self._tab(chat_id), self._ids.get(chat_id)
+        tab, ids = self.tab(chat_id), self._ids.get(chat_id)
         if tab is None or ids is None:
             return
         while len(ids) > len(tab.messages):
@@ -205,11 +221,13 @@ class HistoryUI(QObject):
         if not (event.text or streamed):  # the tab shows no answer: keep none either
             self.client.buffer.end(answer)
             self.client.delete_message(answer)
-            return
-        self.client.finish_turn(answer, event)
-        ids, tab = self._ids.get(event.chat_id), self._tab(event.chat_id)
-        if ids is not None and tab is not None and len(ids) < len(tab.messages):
-            ids.append(answer)
+        else:
+            self.client.finish_turn(answer, event)
+            ids, tab = self._ids.get(event.chat_id), self.tab(event.chat_id)
+            if ids is not None and tab is not None and len(ids) < len(tab.messages):
+                ids.append(answer)
+        if event.chat_id in self._ids:
+            self.branches.refresh(event.chat_id)  # a regenerated answer or an edit made a new alternative
 
     # ------------------------------------------------------------ the chat list, export, import
 
@@ -227,7 +245,7 @@ class HistoryUI(QObject):
         self.save_tabs()
 
     def rename_chat(self, chat_id: str, title: str) -> None:
-        tab = self._tab(chat_id)
+        tab = self.tab(chat_id)
         if tab is not None:
             self.window.tabs.setTabText(self.window.tabs.indexOf(tab), title)
             tab.rename(title)  # its title_changed stores the name
@@ -236,7 +254,7 @@ class HistoryUI(QObject):
 
     def delete_chat(self, chat_id: str) -> None:
         """Close its tab if open, then delete it (purged at the next start)."""
-        tab = self._tab(chat_id)
+        tab = self.tab(chat_id)
         if tab is not None:
             self.window.close_chat(self.window.tabs.indexOf(tab))
         self.client.delete_chat(chat_id)
@@ -268,6 +286,7 @@ class HistoryUI(QObject):
         for answer in self._answers.values():
             self.client.finish_answer(answer, None, "interrupted", finish_reason="closed")
         self._answers.clear()
+        self.branches.save_all_scrolls()
         self._closed = True
         self.client.close()
 
