@@ -14,7 +14,7 @@ from pathlib import Path
 import llama_cpp
 
 from engine.protocol import ModelConfig, ModelInfo
-from engine.runners.llamacpp_load import KV_BYTES_PER_ELEMENT
+from engine.runners.llamacpp_load import KV_BYTES_PER_ELEMENT, flash_attention_type
 
 _OFFLOADED = re.compile(r"offloaded (\d+)/(\d+) layers to GPU")
 _DEVICE = re.compile(r"using device (\w+?)(\d*) \(([^)]*)\)")
@@ -81,7 +81,10 @@ def attention(config: ModelConfig, logged: list[str]) -> str:
                 return "flash attention on"
             if lowered.rstrip().endswith(("disabled", "= 0", "= false", "= off")):
                 return "flash attention off"
-    return {"on": "flash attention on", "off": "flash attention off"}.get(config.flash_attention, "flash attention auto")
+    asked = flash_attention_type(config)
+    if asked == llama_cpp.LLAMA_FLASH_ATTN_TYPE_AUTO:
+        return "flash attention auto"
+    return "flash attention on" if asked == llama_cpp.LLAMA_FLASH_ATTN_TYPE_ENABLED else "flash attention off"
 
 
 def placement(config: ModelConfig, logged: list[str]) -> tuple[str, bool, tuple[str, ...]]:

@@ -242,26 +242,45 @@ def context_params(config: ModelConfig, context_length: int) -> llama_cpp.llama_
         params.n_threads = params.n_threads_batch = config.threads
     else:
         params.n_threads, params.n_threads_batch = default_threads()
-    params.flash_attn_type = FLASH_ATTENTION[config.flash_attention]
+    params.flash_attn_type = flash_attention_type(config)
     params.type_k = params.type_v = KV_TYPES[config.kv_cache_type]
     params.no_perf = True
     return params
 
 
+# llama.cpp's "auto" turns flash attention on for the CPU too, where its kernel is the
+# slower one here (2 cores, 1,900 tokens of context: 12 tok/s on, 34 tok/s off; a
+# 17-token follow-up prompt 1.03 s on, 0.20 s off). But with one unified cache the
+# plain kernel's rounding depends on which cells a chat occupies, so the same
+# question may get another greedy answer beside other chats; flash attention's does
+# not. Left off (llama.cpp decides) until the lead chooses speed over that.
+PLAIN_ATTENTION_ON_CPU = False
+
+
+def flash_attention_type(config: ModelConfig) -> int:
+    """llama.cpp's setting for ours (see PLAIN_ATTENTION_ON_CPU for "auto" on the CPU)."""
+    on_gpu = config.gpu_layers != 0 and bool(llama_cpp.llama_supports_gpu_offload())
+    plain = PLAIN_ATTENTION_ON_CPU and not on_gpu and config.kv_cache_type == "f16"
+    if config.flash_attention == "auto" and plain:
+        return llama_cpp.LLAMA_FLASH_ATTN_TYPE_DISABLED
+    return FLASH_ATTENTION[config.flash_attention]
+
+
 def default_threads() -> tuple[int, int]:
     """Generation and prompt threads when the settings leave it open.
 
-    ggml's threads spin at a barrier many times per token: when one of them
-    loses its core to another process, all of them wait, and speed drops tenfold
-    (measured on 2 cores: 31 tok/s with 1 thread, 3 tok/s with 2, beside other
-    work). So generation leaves one logical CPU to the window and the system;
-    prompt batches, short and compute-bound, use every physical core.
+    ggml's threads meet at a barrier many times per token; when one of them
+    loses its core to another process, all of them wait, and speed collapses
+    (measured on 2 cores beside other work: 1 thread 37-73 tok/s, 2 threads
+    0.4-8 tok/s, prompts 3-7x slower). So both leave one logical CPU to the
+    window and the rest of the system; with SMT that is still every physical core.
     """
     import psutil
 
     logical = os.cpu_count() or 1
     physical = psutil.cpu_count(logical=False) or logical
-    return max(1, min(physical, logical - 1)), max(1, physical)
+    threads = max(1, min(physical, logical - 1))
+    return threads, threads
 
 
 def create_context(model: int, path: Path, config: ModelConfig, context_length: int) -> int:

@@ -126,6 +126,22 @@ def test_removing_a_tail_and_feeding_it_again_gives_the_same_next_token(runner: 
     assert detour != expected
 
 
+def test_a_prefix_copied_from_another_slot_serves_without_recomputing_it(runner: LlamaCppRunner) -> None:
+    prompt = runner.tokenize(runner.render_chat(FRANCE))
+    expected = _prefill(runner, 0, prompt)
+    shared = len(prompt) - 3
+
+    runner.copy_prefix(0, 1, shared)
+    runner.begin_turn(1, GREEDY)
+    continued = runner.forward([SlotWork(1, prompt[shared:], shared, True)])[1]
+
+    assert continued == expected
+    assert runner.remove_from(0, 0)  # the source lets go of the cells; the copy keeps them
+    runner.begin_turn(1, GREEDY)
+    assert runner.remove_from(1, shared)
+    assert runner.forward([SlotWork(1, prompt[shared:], shared, True)])[1] == expected
+
+
 def test_the_models_own_template_renders_system_and_user(runner: LlamaCppRunner) -> None:
     rendered = runner.render_chat(POEM)
     assert rendered == (
@@ -150,8 +166,9 @@ def test_tokens_round_trip_and_control_tokens_stay_invisible(runner: LlamaCppRun
 def test_a_seeded_sampler_repeats_itself_and_differs_from_greedy(runner: LlamaCppRunner) -> None:
     prompt = runner.tokenize(runner.render_chat(POEM))
     params = SamplingParams(temperature=1.5, top_k=100, top_p=1.0, min_p=0.0, seed=1234)
+    runner.clear_slot(1)  # the same cells both times: where a sequence sits in the cache moves its rounding
     first = _generate(runner, 0, prompt, 16, params)
-    second = _generate(runner, 1, prompt, 16, params)
+    second = _generate(runner, 0, prompt, 16, params)
     assert first == second
     assert first != _generate(runner, 0, prompt, 16)
 
@@ -165,7 +182,7 @@ def test_model_info_describes_what_was_loaded(runner: LlamaCppRunner, default_mo
     assert info.trained_context_length == 8192 and info.context_length == 1024 and info.slots == 2
     assert 90_000_000 < info.model_bytes < 110_000_000
     assert 130_000_000 < info.n_params < 140_000_000
-    assert info.attention in ("flash attention on", "flash attention off")
+    assert info.attention == "flash attention on"  # "auto", resolved by llama.cpp and read from its log
     # 30 layers x 3 KV heads x (64 + 64) x 2048 cells x 2 bytes
     assert info.kv_cache_bytes == runner.kv_cache_bytes() == 30 * 3 * 128 * 2048 * 2
     if not llama_cpp.llama_supports_gpu_offload():

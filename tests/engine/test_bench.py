@@ -1,0 +1,63 @@
+"""`python -m engine.bench` end to end on the default model, kept short: keys and sane numbers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from engine import bench
+
+
+def test_bench_writes_every_figure(default_model: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "bench.json"
+    argv = ["--tabs", "1", "--max-tokens", "8", "--repeat", "1", "--model", default_model, "--json", str(out)]
+    assert bench.main(argv) == 0
+    result = json.loads(out.read_text())
+
+    assert result["backend"] == "llamacpp" and result["device"] in ("cpu", "cuda")
+    assert result["max_tokens"] == 8 and result["model"]
+    assert result["baseline_highlevel_tok_s"] > 0
+    [run] = result["runs"]
+    assert run["tabs"] == 1 and run["generated_tokens"] == 8
+    assert run["aggregate_tok_s"] > 0 and 0 < run["ttft_ms_p50"] <= run["ttft_ms_p99"]
+    assert result["queue"]["tabs"] == 4 and result["queue"]["ttft_ms_p99"] > 0
+    reuse = result["kv_reuse"]
+    assert 1500 < reuse["history_tokens"] < 2500
+    assert reuse["cold_ttft_ms"] > 0 and reuse["warm_ttft_ms"] > 0
+    assert reuse["warm_reused_tokens"] >= reuse["history_tokens"]  # the whole first turn came from the cache
+    if "memory" in result:
+        assert result["memory"]["measured_bytes"] > 0
+        assert result["memory"].get("estimated_bytes", 1) > 0
+
+    printed = capsys.readouterr().out
+    assert "tok/s" in printed and "kv reuse" in printed and "baseline" in printed
+
+
+def test_bench_refuses_nonsense_tab_counts(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        bench.parse(["--tabs", "one,four"])
+    assert "--tabs wants numbers" in capsys.readouterr().err
+
+
+def test_percentiles_interpolate() -> None:
+    assert bench.percentile([10.0, 20.0, 30.0, 40.0], 0.5) == 25.0
+    assert bench.percentile([10.0, 20.0, 30.0, 40.0], 0.99) == pytest.approx(39.7)
+    assert bench.percentile([5.0], 0.99) == 5.0
+
+
+def test_hf_bench_reports_generate_and_generate_batch_baselines(tmp_path: Path) -> None:
+    pytest.importorskip("transformers")
+    from tests.engine.tiny_hf import build_tiny_llama
+
+    folder = build_tiny_llama(tmp_path / "tiny")
+    out = tmp_path / "hf.json"
+    argv = ["--backend", "hf", "--model", str(folder), "--tabs", "1,2", "--max-tokens", "6", "--repeat", "1",
+            "--threads", "1", "--json", str(out)]
+    assert bench.main(argv) == 0
+    result = json.loads(out.read_text())
+    assert result["backend"] == "hf" and "baseline_highlevel_tok_s" not in result
+    assert result["baseline_generate_tok_s"] > 0 and result["baseline_generate_batch_tok_s"] > 0
+    assert [run["tabs"] for run in result["runs"]] == [1, 2]
+    assert [run["generated_tokens"] for run in result["runs"]] == [6, 12]
