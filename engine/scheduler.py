@@ -24,6 +24,10 @@ from engine.runners.base import CacheFull, Runner, RunnerError, SlotWork
 from engine.sequence import Sequence, Status, common_prefix_length
 
 
+# Below this many tokens a copy saves less than it costs to look for.
+MIN_SHARED_PREFIX = 16
+
+
 @dataclass
 class Slot:
     index: int
@@ -117,14 +121,29 @@ class Scheduler:
 
     def _admit(self) -> list[Event]:
         events: list[Event] = []
+        deferred: list[Sequence] = []
         while self.waiting:
-            sequence = self.waiting[0]
+            sequence = self.waiting.popleft()
+            if self._prefix_being_computed(sequence):
+                deferred.append(sequence)  # it will copy that prefix in a step or two
+                continue
             slot = self._slot_for(sequence.chat_id)
             if slot is None:
+                self.waiting.appendleft(sequence)
                 break
-            self.waiting.popleft()
             events.append(self._start(sequence, slot))
+        self.waiting.extendleft(reversed(deferred))
         return events
+
+    def _prefix_being_computed(self, sequence: Sequence) -> bool:
+        """Is a running prompt computing a long start of this one right now?"""
+        own = max((common_prefix_length(s.cached, sequence.prompt) for s in self.slots
+                   if s.chat_id == sequence.chat_id), default=0)
+        for running in self.running():
+            shared = min(common_prefix_length(running.prompt, sequence.prompt), len(sequence.prompt) - 1)
+            if shared >= own + MIN_SHARED_PREFIX and running.computed < shared:
+                return True
+        return False
 
     def _slot_for(self, chat_id: str) -> Slot | None:
         idle = [s for s in self.slots if s.sequence is None]
@@ -142,7 +161,16 @@ class Scheduler:
 
     def _start(self, sequence: Sequence, slot: Slot) -> TurnStarted:
         reuse = min(common_prefix_length(slot.cached, sequence.prompt), len(sequence.prompt) - 1)
-        if reuse < len(slot.cached):
+        donor, shared = self._donor_for(sequence.prompt, slot)
+        if donor is not None and shared >= reuse + MIN_SHARED_PREFIX:
+            # Another slot already computed a longer start of this prompt (a shared
+            # system prompt, the same question in two tabs): share it, don't recompute it.
+            if self.runner.copy_prefix(donor.index, slot.index, shared):
+                slot.cached, reuse = donor.cached[:shared], shared
+            else:
+                self.runner.clear_slot(slot.index)
+                slot.cached, reuse = [], 0
+        elif reuse < len(slot.cached):
             if not self.runner.remove_from(slot.index, reuse):
                 # Sliding-window or recurrent caches can't drop a tail: start clean.
                 self.runner.clear_slot(slot.index)
@@ -153,6 +181,15 @@ class Scheduler:
         sequence.computed = sequence.reused = reuse
         self.runner.begin_turn(slot.index, sequence.params)
         return TurnStarted(sequence.chat_id, len(sequence.prompt), reuse)
+
+    def _donor_for(self, prompt: list[int], target: Slot) -> tuple[Slot | None, int]:
+        best, best_length = None, 0
+        for slot in self.slots:
+            if slot is not target and slot.cached:
+                length = min(common_prefix_length(slot.cached, prompt), len(prompt) - 1)
+                if length > best_length:
+                    best, best_length = slot, length
+        return best, best_length
 
     def _plan(self) -> list[SlotWork]:
         budget = self.runner.batch_tokens

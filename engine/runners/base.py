@@ -55,6 +55,13 @@ class Runner(Protocol):
 
     def clear_slot(self, slot: int) -> None: ...
 
+    def copy_prefix(self, source: int, target: int, length: int) -> bool:
+        """Give `target` (cleared first) the first `length` cached positions of `source`.
+
+        Chats that open with the same system prompt then compute it once.
+        False where the backend cannot share a prefix between slots.
+        """
+
     def forward(self, work: Sequence[SlotWork]) -> dict[int, int]:
         """Run one batched pass; return the sampled token of each slot asked."""
 

@@ -152,6 +152,10 @@ class HfRunner:
         del self._history[slot][position:]
         return True
 
+    def copy_prefix(self, source: int, target: int, length: int) -> bool:
+        """Each slot owns its tensors here; sharing a prefix is left to llama.cpp for now."""
+        return False
+
     def clear_slot(self, slot: int) -> None:
         self._lengths[slot] = 0
         self._history[slot] = []

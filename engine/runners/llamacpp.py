@@ -166,11 +166,12 @@ class LlamaCppRunner:
     def clear_slot(self, slot: int) -> None:
         llama_cpp.llama_memory_seq_rm(self._memory, slot, -1, -1)
 
-    def copy_prefix(self, source: int, target: int, length: int) -> None:
+    def copy_prefix(self, source: int, target: int, length: int) -> bool:
         """Give `target` the first `length` positions of `source`: the unified cache shares the
         cells between both sequences, so a prompt prefix computed once serves every slot."""
         llama_cpp.llama_memory_seq_rm(self._memory, target, -1, -1)
         llama_cpp.llama_memory_seq_cp(self._memory, source, target, 0, length)
+        return True
 
     def kv_cache_bytes(self) -> int:
         return self.info.kv_cache_bytes

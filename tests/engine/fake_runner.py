@@ -30,6 +30,7 @@ class FakeRunner:
         self.context_length = context_length
         self.can_remove = can_remove
         self.kv: list[list[int]] = [[] for _ in range(slots)]
+        self.copies: list[tuple[int, int, int]] = []
         self.steps: list[list[tuple[int, int, bool]]] = []  # per forward: (slot, n tokens, sample)
         self.info = ModelInfo("fake", "", "llamacpp", "cpu", "none", "none", context_length, slots, 0, 0, False)
 
@@ -56,6 +57,11 @@ class FakeRunner:
 
     def clear_slot(self, slot: int) -> None:
         self.kv[slot] = []
+
+    def copy_prefix(self, source: int, target: int, length: int) -> bool:
+        self.kv[target] = list(self.kv[source][:length])
+        self.copies.append((source, target, length))
+        return True
 
     def forward(self, work: Sequence[SlotWork]) -> dict[int, int]:
         assert sum(len(w.tokens) for w in work) <= self.batch_tokens

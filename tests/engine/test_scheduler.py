@@ -156,3 +156,18 @@ def test_close_forgets_the_chat_cache() -> None:
     events = scheduler.close("a")
     assert finished(events, "a").reason == "cancelled"
     assert scheduler.slots[0].chat_id is None and runner.kv[0] == []
+
+
+def test_chats_opening_alike_compute_the_shared_start_once() -> None:
+    system = "You are a helpful assistant. "  # 29 tokens, shared by both chats
+    runner = FakeRunner({f"{system}a": "x", f"{system}b": "y"}, slots=2, batch_tokens=64)
+    scheduler = Scheduler(runner)
+    scheduler.submit("a", encode(f"{system}a>"), GREEDY)
+    scheduler.submit("b", encode(f"{system}b>"), GREEDY)
+    events = run_until_idle(scheduler)
+    assert text_of(events, "a") == "x" and text_of(events, "b") == "y"
+    started_b = next(e for e in events if isinstance(e, TurnStarted) and e.chat_id == "b")
+    assert started_b.reused_tokens == len(system)
+    assert runner.copies == [(0, 1, len(system))]
+    prompt_tokens_fed = sum(n for step in runner.steps for _, n, _ in step)
+    assert prompt_tokens_fed == len(system) + 2 + 2 + 2, "the system prompt was computed once"
