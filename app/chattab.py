@@ -106,6 +106,15 @@ class ChatTab(MessageActions, QWidget):
             buttons.addWidget(button)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 6)
+        self.welcome = QLabel(self)
+        self.welcome.setObjectName("welcome")  # styled in resources/style.qss
+        self.welcome.setWordWrap(True)
+        self.welcome.setContentsMargins(12, 10, 12, 10)
+        self.welcome.hide()
+        welcome_row = QVBoxLayout()
+        welcome_row.setContentsMargins(12, 12, 12, 0)  # aligned with the message cards
+        welcome_row.addWidget(self.welcome)
+        layout.addLayout(welcome_row)
         layout.addWidget(self.view, 1)
         bottom = QVBoxLayout()
         bottom.setContentsMargins(12, 0, 12, 0)
@@ -255,7 +264,13 @@ class ChatTab(MessageActions, QWidget):
         self._update_buttons()
         self.answering_changed.emit(answering)
 
+    def set_welcome(self, text: str) -> None:
+        """What an empty chat shows until its first message."""
+        self.welcome.setText(text)
+        self._update_buttons()
+
     def _update_buttons(self) -> None:
+        self.welcome.setVisible(bool(self.welcome.text()) and not self.messages)
         self.send_button.setEnabled(self._model_ready and not self.answering)
         self.stop_button.setEnabled(self.answering)
         can_regenerate = bool(self.messages) and self.messages[-1].role in ("user", "assistant")

@@ -42,6 +42,7 @@ from app.markdown_view import warm_up
 from app.menus import build_menus
 from app.settings import Settings, engine_inputs
 from app.tabwidget import ChatTabWidget
+from app.welcome import welcome_text
 
 _NO_STATS = TurnStats(0, 0, 0, 0.0, 0.0, 0.0)
 NO_DEFAULT_MODEL = (
@@ -148,6 +149,8 @@ class MainWindow(QMainWindow):
         if messages:
             tab.set_conversation(messages)
         tab.set_model_ready(self.bridge.model_info is not None and not self.bridge.loading, self._model_reason)
+        if self.bridge.model_info is not None:
+            tab.set_welcome(welcome_text(self.bridge.model_info))
         tab.answering_changed.connect(lambda busy, tab=tab: self.tabs.set_busy(tab, busy))
         tab.title_changed.connect(lambda title, tab=tab: self.tabs.setTabText(self.tabs.indexOf(tab), title))
         self._tabs_by_chat[tab.chat_id] = tab
@@ -280,6 +283,8 @@ class MainWindow(QMainWindow):
 
     def _on_model_loaded(self, info: ModelInfo) -> None:
         self.config_in_effect = self.model_config
+        for tab in self.chat_tabs():
+            tab.set_welcome(welcome_text(info))
         self.load_progress.hide()
         self._set_model_state(True, "")
         self.load_label.setText("")

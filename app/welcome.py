@@ -1,0 +1,22 @@
+"""The first-run welcome shown in an empty chat: which model is loaded and how to add your own."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from app.bridge import ModelInfo, default_model_path
+
+
+def welcome_text(info: ModelInfo) -> str:
+    default = default_model_path()
+    is_default = default is not None and Path(info.path).resolve() == Path(default).resolve()
+    where = "on the GPU" if info.gpu_offload else "on the CPU"
+    if is_default:
+        model = (f"The bundled SmolLM2-135M-Instruct is loaded ({info.quantization}, {where}): "
+                 "small and fast, good for trying things out, not for hard questions.")
+    else:
+        model = f"{Path(info.path).name} is loaded ({info.backend}, {info.quantization}, {where})."
+    return (f"Welcome to Hearth. {model}\n\n"
+            "To use your own model, open Model > Settings… and choose “Open GGUF file…” or "
+            "“Open Hugging Face model folder…”; the memory estimate there tells you whether it fits.\n\n"
+            f"Several chats can answer at the same time ({info.slots} at once): Ctrl+T opens another tab.")
