@@ -74,9 +74,10 @@ from PySide6.QtCore import QCoreApplication, QObject, QThread, QTimer, Signal, S
 
 from app.history import HistoryStore, new_id
 from app.history_model import ChatSnapshot, HistoryError
-from app.qt_emit import emit
+from app.qt_compat import guard_emit_refcount_bug
 
 log = logging.getLogger(__name__)
+guard_emit_refcount_bug()  # the worker streams many emits too (see app/qt_compat.py)
 
 Callback = Callable[[Any], None]
 ErrorCallback = Callable[[str], None]
@@ -159,12 +160,12 @@ class HistoryWorker(QObject):
         try:
             result = self._dispatch(name, args, kwargs)
         except HistoryError as error:
-            emit(self.failed, request_id, str(error))
+            self.failed.emit(request_id, str(error))
         except Exception as error:  # a bug must not kill the thread that saves the chats
             log.exception("history request %s failed", name)
-            emit(self.failed, request_id, f"The chat history failed unexpectedly ({name}: {error}).")
+            self.failed.emit(request_id, f"The chat history failed unexpectedly ({name}: {error}).")
         else:
-            emit(self.succeeded, request_id, result)
+            self.succeeded.emit(request_id, result)
 
     def _dispatch(self, name: str, args: tuple, kwargs: dict) -> Any:
         if name == "open":
@@ -238,8 +239,8 @@ class HistoryClient(QObject):
         application = QCoreApplication.instance()
         if application is not None:  # a safety net: a running QThread must not outlive the app
             application.aboutToQuit.connect(self.close)
-        self.call("open", on_done=lambda report: emit(self.opened, report),
-                  on_error=lambda message: emit(self.unavailable, message))
+        self.call("open", on_done=lambda report: self.opened.emit(report),
+                  on_error=lambda message: self.unavailable.emit(message))
         self._flush_timer.start()
 
     def close(self, timeout_ms: int = 10000) -> bool:
@@ -265,7 +266,7 @@ class HistoryClient(QObject):
             return -1
         self._next_request += 1
         self._callbacks[self._next_request] = (on_done, on_error)
-        emit(self._requested, self._next_request, name, args, kwargs)
+        self._requested.emit(self._next_request, name, args, kwargs)
         return self._next_request
 
     @Slot(int, object)
@@ -282,7 +283,7 @@ class HistoryClient(QObject):
             on_error(message)
         elif message != self._last_error:
             self._last_error = message
-            emit(self.error_occurred, message)
+            self.error_occurred.emit(message)
 
     # ------------------------------------------------------------ chats and messages
 
