@@ -202,7 +202,7 @@ class Scheduler:
             if count <= 0:
                 continue
             start = sequence.computed
-            tokens = sequence.tokens[start : start + count]
+            tokens = sequence.tokens_between(start, start + count)
             work.append(SlotWork(sequence.slot or 0, tokens, start, start + count == sequence.length))
             budget -= count
         return work

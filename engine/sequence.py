@@ -1,6 +1,6 @@
 """One chat turn's state: its tokens, how many are in the KV cache, its text.
 
-A sequence has `tokens` (prompt + generated) and `computed` (how many of them
+A sequence has tokens (prompt + generated) and `computed` (how many of them
 the slot's KV cache holds). Prefill and decode are the same thing: feed
 tokens[computed:]; sample when that reaches the end.
 """
@@ -40,9 +40,12 @@ class Sequence:
     finish_reason: FinishReason | None = None
     finish_message: str = ""
 
-    @property
-    def tokens(self) -> list[int]:
-        return self.prompt + self.output
+    def tokens_between(self, start: int, end: int) -> list[int]:
+        """tokens[start:end] without building the whole list: this runs every step."""
+        split = len(self.prompt)
+        if start >= split:
+            return self.output[start - split : end - split]
+        return self.prompt[start:end] + self.output[: max(0, end - split)]
 
     @property
     def length(self) -> int:
