@@ -13,7 +13,7 @@ TEST_TORCH ?= torch==2.13.0
 .PHONY: run test bench bundle icons clean-venv system-deps
 
 run: $(VENV)/.run-installed
-	@$(PY) -c "import sys; from app.desktop_entry import is_freedesktop, is_installed; sys.exit(int(is_freedesktop() and not is_installed()))" || echo "Tip: $(VENV)/bin/hearth --install-desktop-entry adds Hearth to your application menu."
+	@$(PY) -c "import sys; from app.misc.desktop_entry import is_freedesktop, is_installed; sys.exit(int(is_freedesktop() and not is_installed()))" || echo "Tip: $(VENV)/bin/hearth --install-desktop-entry adds Hearth to your application menu."
 	$(PY) -m app
 
 test: $(VENV)/.test-installed

@@ -14,7 +14,7 @@ from typing import Any, Callable, Sequence
 
 from PySide6.QtCore import QObject, Signal, Slot
 
-from engine.default_model import DEFAULT_MODEL_NAME, default_model_path
+from engine.catalog.default_model import DEFAULT_MODEL_NAME, default_model_path
 from engine.loop import EngineLoop
 from engine.protocol import (
     Cancel,
@@ -38,10 +38,10 @@ from engine.protocol import (
     TurnStats,
 )
 
-from app.qt_compat import guard_emit_refcount_bug
+from app.misc.qt_compat import guard_emit_refcount_bug
 
 log = logging.getLogger(__name__)
-guard_emit_refcount_bug()  # before the first token is streamed (see app/qt_compat.py)
+guard_emit_refcount_bug()  # before the first token is streamed (see app/misc/qt_compat.py)
 
 __all__ = [
     "DEFAULT_MODEL_NAME",

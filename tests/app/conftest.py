@@ -13,7 +13,7 @@ from typing import Callable, Iterator
 import pytest
 from PySide6.QtCore import QMessageLogContext, QtMsgType, qInstallMessageHandler
 
-from app.qt_compat import guard_emit_refcount_bug
+from app.misc.qt_compat import guard_emit_refcount_bug
 
 guard_emit_refcount_bug()  # PySide6 6.12.0 on Python 3.11 would abort a long test run otherwise
 
@@ -59,8 +59,8 @@ def settings_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def make_window(qtbot, default_model: str) -> Iterator[Callable[..., object]]:  # type: ignore[no-untyped-def]
     """A real MainWindow on the real default model, shown; `settings` are written first."""
     from app.bridge import SamplingParams
-    from app.mainwindow import MainWindow
-    from app.settings import Settings
+    from app.window.mainwindow import MainWindow
+    from app.settings.store import Settings
 
     windows: list[MainWindow] = []
 

@@ -10,7 +10,7 @@ from PySide6.QtCore import qVersion
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QLabel
 
-from app import about
+from app.misc import about
 from engine.protocol import ModelInfo
 
 

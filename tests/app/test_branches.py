@@ -5,8 +5,8 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 
 from app.bridge import SamplingParams
-from app.history import HistoryStore
-from app.history_db import default_database_path
+from app.history.store import HistoryStore
+from app.history.database import default_database_path
 from tests.app.test_history_ui import conversation, send_and_wait, wait_restored
 
 LONG = 60_000

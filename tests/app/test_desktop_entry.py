@@ -12,7 +12,7 @@ import pytest
 from PySide6.QtGui import QImage
 
 import resources
-from app import desktop_entry
+from app.misc import desktop_entry
 
 pytestmark = pytest.mark.skipif(not desktop_entry.is_freedesktop(), reason="desktop entries are a freedesktop thing")
 

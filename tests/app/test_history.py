@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from app.history import HistoryStore
-from app.history_db import DATA_DIR_ENV, default_database_path
-from app.history_model import MATCH_END, MATCH_START, HistoryError, HistoryImportError, title_from_text
-from app.history_schema import MIGRATIONS, SCHEMA_VERSION
+from app.history.store import HistoryStore
+from app.history.database import DATA_DIR_ENV, default_database_path
+from app.history.records import MATCH_END, MATCH_START, HistoryError, HistoryImportError, title_from_text
+from app.history.schema import MIGRATIONS, SCHEMA_VERSION
 
 
 @pytest.fixture

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from app.history import HistoryStore
-from app.history_db import default_database_path
-from app.history_dialog import ChatListDialog
-from app.history_ui import INTERRUPTED_NOTE
+from app.history.store import HistoryStore
+from app.history.database import default_database_path
+from app.history.dialog import ChatListDialog
+from app.history.sync import INTERRUPTED_NOTE
 
 LONG = 60_000
 

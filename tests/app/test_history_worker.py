@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 from PySide6.QtCore import QThread
 
-from app.history import HistoryStore
-from app.history_worker import HistoryClient, StartupReport, StreamBuffer
+from app.history.store import HistoryStore
+from app.history.worker import HistoryClient, StartupReport, StreamBuffer
 from engine.protocol import TurnFinished, TurnStats
 
 REPO = Path(__file__).resolve().parents[2]
@@ -227,8 +227,8 @@ def test_stream_buffer_joins_chunks_and_tracks_changes() -> None:
 
 def test_worker_emits_never_use_up_the_count_of_true() -> None:
     """PySide6 6.12.0 on Python 3.11 loses a reference to True per Signal.emit; the shared guard covers the worker."""
-    from app.history_worker import HistoryWorker
-    from app.qt_compat import guard_emit_refcount_bug
+    from app.history.worker import HistoryWorker
+    from app.misc.qt_compat import guard_emit_refcount_bug
 
     guard_emit_refcount_bug()
     worker, before = HistoryWorker(), sys.getrefcount(True)
@@ -240,7 +240,7 @@ def test_worker_emits_never_use_up_the_count_of_true() -> None:
 _KILLED_APP = """
 import sys
 from PySide6.QtCore import QCoreApplication, QTimer
-from app.history_worker import HistoryClient
+from app.history.worker import HistoryClient
 
 app = QCoreApplication([])
 client = HistoryClient(sys.argv[1], flush_interval_ms=100)
@@ -269,7 +269,7 @@ app.exec()
 
 @pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL")
 def test_an_answer_survives_sigkill_mid_stream(tmp_path: Path, db_path: Path) -> None:
-    """The store + worker half of the issue's kill test (the window half needs app/mainwindow.py)."""
+    """The store + worker half of the issue's kill test (the window half needs app/window/mainwindow.py)."""
     script = tmp_path / "killed_app.py"
     script.write_text(textwrap.dedent(_KILLED_APP), encoding="utf-8")
     env = {**os.environ, "PYTHONPATH": str(REPO), "QT_QPA_PLATFORM": "offscreen"}

@@ -10,8 +10,8 @@ import pytest
 from PySide6.QtCore import QCoreApplication, QThread, QTimer
 from PySide6.QtWidgets import QMessageBox, QWidget
 
-from app import logs
-from app.crash_dialog import show_crash_dialog
+from app.misc import logs
+from app.misc.crash_dialog import show_crash_dialog
 
 
 @pytest.fixture
@@ -73,7 +73,7 @@ def test_gui_thread_exception_reaches_callback_and_log(qtbot, log_dir: Path, rep
     assert report.log_path == path
     assert "in on_timer" in report.traceback
     text = path.read_text(encoding="utf-8")
-    assert "CRITICAL [MainThread] app.logs: unhandled exception in thread MainThread" in text
+    assert "CRITICAL [MainThread] app.misc.logs: unhandled exception in thread MainThread" in text
     assert "ValueError: the answer was not 42" in text
 
 

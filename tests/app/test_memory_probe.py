@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import psutil
 
-from app.memory_probe import format_bytes, gpu_index_of, process_rss_bytes, snapshot
+from app.status.memory_probe import format_bytes, gpu_index_of, process_rss_bytes, snapshot
 
 
 def test_ram_snapshot_reports_this_process_against_the_machine() -> None:

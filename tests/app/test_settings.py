@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from app.settings import BY_KEY, SCHEMA_VERSION, SETTINGS, Settings, engine_inputs, settings_path
+from app.settings.store import BY_KEY, SCHEMA_VERSION, SETTINGS, Settings, engine_inputs, settings_path
 from engine.protocol import ModelConfig, SamplingParams
 
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from app.settings import Settings
-from app.settingsdialog import Capabilities, SettingsDialog, item_enabled, probe_capabilities
-from engine.models import discover
+from app.settings.store import Settings
+from app.settings.dialog import Capabilities, SettingsDialog, item_enabled, probe_capabilities
+from engine.catalog.models import discover
 from engine.protocol import ModelConfig, SamplingParams
 
 TINY_CONFIG = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 64,

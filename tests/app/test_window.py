@@ -7,8 +7,8 @@ import threading
 from PySide6.QtCore import Qt, QUrl
 from PySide6.QtGui import QGuiApplication
 
-from app.chattab import ChatTab
-from app.mainwindow import MainWindow
+from app.chat.tab import ChatTab
+from app.window.mainwindow import MainWindow
 from engine.protocol import ChatError
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from engine.protocol import ModelConfig
 from engine.runners.base import LoadCancelled, RunnerError
-from engine.runners.llamacpp import LlamaCppRunner
+from engine.runners.llamacpp.runner import LlamaCppRunner
 
 
 def _load(path: str | Path, cancelled=lambda: False, **settings: object) -> LlamaCppRunner:

@@ -11,7 +11,7 @@ pytest.importorskip("transformers")
 
 from engine.protocol import ChatMessage, ModelConfig, SamplingParams  # noqa: E402
 from engine.runners.base import CacheFull, LoadCancelled, SlotWork  # noqa: E402
-from engine.runners.hf import GREEDY, HfRunner  # noqa: E402
+from engine.runners.hf.runner import GREEDY, HfRunner  # noqa: E402
 from tests.engine.tiny_hf import (  # noqa: E402
     answer_alone,
     drive,
@@ -348,7 +348,7 @@ def test_flash_attention_packing_matches_sdpa(runner: HfRunner, tiny_model: str)
 
 
 def test_baselines_for_the_bench_count_real_tokens(runner: HfRunner, tiny_model: str) -> None:
-    from engine.runners.hf_baseline import generate_tokens_per_second, measure_baselines
+    from engine.runners.hf.baseline import generate_tokens_per_second, measure_baselines
 
     prompts = [prompt(runner, "Hello!"), prompt(runner, "Once upon a time")]
     single = generate_tokens_per_second(runner.model, prompts, 8, warmup=False)

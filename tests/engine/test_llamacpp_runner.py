@@ -9,8 +9,8 @@ import pytest
 
 from engine.protocol import ChatMessage, ModelConfig, SamplingParams
 from engine.runners.base import CacheFull, RunnerError, SlotWork
-from engine.runners.llamacpp import LlamaCppRunner
-from engine.runners.llamacpp_load import llama_log, same_model_params_for_highlevel
+from engine.runners.llamacpp.runner import LlamaCppRunner
+from engine.runners.llamacpp.load import llama_log, same_model_params_for_highlevel
 
 GREEDY = SamplingParams(temperature=0)
 POEM = (ChatMessage("system", "You are a concise assistant."), ChatMessage("user", "Write a short poem about the sea."))

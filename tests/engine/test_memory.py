@@ -11,9 +11,9 @@ from pathlib import Path
 import psutil
 import pytest
 
-from engine.memory import (Estimate, cuda_devices, estimate, kv_cache_bytes, process_rss, suggest, system_memory,
+from engine.catalog.memory import (Estimate, cuda_devices, estimate, kv_cache_bytes, process_rss, suggest, system_memory,
                            verdict)
-from engine.models import ModelDescription, describe
+from engine.catalog.models import ModelDescription, describe
 from engine.protocol import ModelConfig
 
 MiB = 1 << 20
@@ -147,7 +147,7 @@ from engine.protocol import ModelConfig, SamplingParams
 from engine.runners import load_runner
 from engine.runners.base import SlotWork
 process = psutil.Process()
-import llama_cpp, engine.runners.llamacpp  # libraries loaded before the baseline: they are not the model
+import llama_cpp, engine.runners.llamacpp.runner  # libraries loaded before the baseline: they are not the model
 before = process.memory_info().rss
 runner = load_runner(ModelConfig(path=sys.argv[1]), lambda fraction, message: None, lambda: False)
 loaded = process.memory_info().rss

@@ -15,9 +15,9 @@ from engine.protocol import ChatMessage, SamplingParams
 from engine.runners.base import SlotWork
 
 if TYPE_CHECKING:
-    from engine.runners.hf import HfRunner
+    from engine.runners.hf.runner import HfRunner
 
-GREEDY = SamplingParams(temperature=0.0, repeat_penalty=1.0)  # the same as engine.runners.hf.GREEDY, without torch
+GREEDY = SamplingParams(temperature=0.0, repeat_penalty=1.0)  # the same as engine.runners.hf.runner.GREEDY, without torch
 
 CORPUS = [
     "The capital of France is Paris. The capital of Italy is Rome.",

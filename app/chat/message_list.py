@@ -1,0 +1,213 @@
+"""The conversation view of one tab: a scrolling list of message cards.
+
+Each card is a header (who, "< 1/2 >" among its alternatives, Edit, Delete,
+Copy), a MessageBrowser with the Markdown, and a footer line for an answer's
+numbers. The list stays pinned to the bottom while text streams in, unless the
+user has scrolled up to read; a restored chat goes back to where it was read.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, Signal, SignalInstance
+from PySide6.QtGui import QGuiApplication
+from PySide6.QtWidgets import (
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QScrollArea,
+    QSizePolicy,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.chat.branch_bar import BranchBar
+from app.chat.markdown_view import MessageBrowser
+
+ROLE_TITLES = {"user": "You", "assistant": "Assistant", "system": "System", "error": "Error"}
+PIN_SLACK_PX = 8  # "at the bottom" tolerates a few pixels of rounding
+
+
+class MessageCard(QFrame):
+    """One message: header with a copy button, the rendered text, an optional footer."""
+
+    copied = Signal(str)  # what went to the clipboard
+    edit_requested = Signal()
+    delete_requested = Signal()
+
+    def __init__(self, role: str, text: str = "", parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.role = role
+        self.setObjectName(f"{role}Message")
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Minimum)
+        self.title = QLabel(ROLE_TITLES.get(role, role))
+        self.title.setObjectName("messageRole")
+        self.copy_button = QToolButton()
+        self.copy_button.setText("Copy")
+        self.copy_button.setToolTip("Copy this message as Markdown")
+        self.copy_button.setAutoRaise(True)
+        self.copy_button.clicked.connect(self.copy_text)
+        self.branch_bar = BranchBar(self)
+        self.edit_button = self._tool_button("Edit", "Edit this message and send it as a new branch", self.edit_requested)
+        self.delete_button = self._tool_button("Delete", "Delete this message and everything below it", self.delete_requested)
+        self.browser = MessageBrowser(self)
+        self.browser.code_copy_requested.connect(self.copy_code)
+        self.footer = QLabel()
+        self.footer.setProperty("role", "hint")
+        self.footer.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.footer.hide()
+        self._build_layout()
+        # Only now: showing a widget that has no parent yet would open it as a window of its own.
+        self.edit_button.setVisible(role == "user")
+        self.delete_button.setVisible(role in ("user", "assistant"))
+        self.set_text(text)
+
+    def _build_layout(self) -> None:
+        header = QHBoxLayout()
+        header.setContentsMargins(0, 0, 0, 0)
+        header.addWidget(self.title)
+        header.addStretch(1)
+        for widget in (self.branch_bar, self.edit_button, self.delete_button, self.copy_button):
+            header.addWidget(widget)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(10, 6, 10, 6)
+        layout.setSpacing(2)
+        layout.addLayout(header)
+        layout.addWidget(self.browser)
+        layout.addWidget(self.footer)
+
+    def _tool_button(self, text: str, tip: str, signal: SignalInstance) -> QToolButton:
+        button = QToolButton()
+        button.setText(text)
+        button.setToolTip(tip)
+        button.setAutoRaise(True)
+        button.clicked.connect(signal)
+        return button
+
+    def set_text(self, text: str) -> None:
+        self.browser.set_markdown(text)
+
+    def text(self) -> str:
+        return self.browser.markdown_text()
+
+    def set_footer(self, text: str) -> None:
+        self.footer.setText(text)
+        self.footer.setVisible(bool(text))
+
+    def copy_text(self) -> None:
+        self._to_clipboard(self.text())
+
+    def copy_code(self, index: int) -> None:
+        if 0 <= index < len(self.browser.code_blocks):
+            self._to_clipboard(self.browser.code_blocks[index])
+
+    def _to_clipboard(self, text: str) -> None:
+        QGuiApplication.clipboard().setText(text)
+        self.copied.emit(text)
+
+
+class MessageList(QScrollArea):
+    """Message cards stacked top to bottom; follows new text while pinned to the bottom."""
+
+    copied = Signal(str)
+    # The card whose button was pressed: the tab maps it to its message.
+    edit_requested = Signal(object)
+    delete_requested = Signal(object)
+    branch_step_requested = Signal(object, int)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._restore_target: float | None = None  # fraction from the bottom, until the user scrolls
+        self._restoring = False
+        self.setWidgetResizable(True)
+        self.setFrameShape(QFrame.Shape.NoFrame)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        content = QWidget()
+        content.setObjectName("messageListContent")
+        self._layout = QVBoxLayout(content)
+        self._layout.setContentsMargins(12, 12, 12, 12)
+        self._layout.setSpacing(10)
+        self._layout.addStretch(1)  # keeps cards at the top while the chat is short
+        self.setWidget(content)
+        self.pinned = True
+        bar = self.verticalScrollBar()
+        bar.valueChanged.connect(self._on_scrolled)
+        bar.rangeChanged.connect(self._on_range_changed)
+
+    def cards(self) -> list[MessageCard]:
+        widgets = [item.widget() for i in range(self._layout.count()) if (item := self._layout.itemAt(i))]
+        return [widget for widget in widgets if isinstance(widget, MessageCard)]
+
+    def add_card(self, role: str, text: str = "") -> MessageCard:
+        card = MessageCard(role, text)
+        card.copied.connect(self.copied)
+        card.edit_requested.connect(lambda: self.edit_requested.emit(card))
+        card.delete_requested.connect(lambda: self.delete_requested.emit(card))
+        card.branch_bar.step_requested.connect(lambda step: self.branch_step_requested.emit(card, step))
+        self._layout.insertWidget(self._layout.count() - 1, card)
+        return card
+
+    def remove_card(self, card: MessageCard) -> None:
+        self._layout.removeWidget(card)
+        card.deleteLater()
+
+    def clear(self) -> None:
+        for card in self.cards():
+            self.remove_card(card)
+
+    def message_cards(self) -> list[MessageCard]:
+        """The cards of the conversation itself (no error notes), top to bottom."""
+        return [card for card in self.cards() if card.role in ("user", "assistant")]
+
+    def remove_from(self, card: MessageCard) -> None:
+        """Remove this card and every card below it."""
+        cards = self.cards()
+        for doomed in cards[cards.index(card):] if card in cards else []:
+            self.remove_card(doomed)
+
+    def scroll_to_bottom(self) -> None:
+        self.pinned = True
+        self._restore_target = None
+        bar = self.verticalScrollBar()
+        bar.setValue(bar.maximum())
+
+    def scroll_from_bottom(self) -> float:
+        """Where the reader is, as a fraction of the scroll range above the bottom: 0.0 at the bottom, 1.0 at the top."""
+        if self._restore_target is not None:
+            return self._restore_target  # not laid out yet (a hidden tab): still where it was
+        bar = self.verticalScrollBar()
+        return 0.0 if bar.maximum() <= 0 else (bar.maximum() - bar.value()) / bar.maximum()
+
+    def restore_scroll(self, from_bottom: float) -> None:
+        """Go back to a stored `scroll_from_bottom()`; applied again as the cards lay out, until the user scrolls."""
+        from_bottom = min(max(from_bottom, 0.0), 1.0)
+        if from_bottom <= 0.0:
+            self.scroll_to_bottom()
+            return
+        self._restore_target = from_bottom
+        self.pinned = False
+        self._apply_restore()
+
+    def _apply_restore(self) -> None:
+        bar = self.verticalScrollBar()
+        if self._restore_target is not None and bar.maximum() > 0:
+            self._restoring = True
+            try:
+                bar.setValue(round(bar.maximum() * (1.0 - self._restore_target)))
+            finally:
+                self._restoring = False
+            self.pinned = False
+
+    def _on_scrolled(self, value: int) -> None:
+        if self._restoring:
+            return
+        # Qt re-bounds the value only after rangeChanged, where the restore has already
+        # set it in range: any other move is the reader's, who now decides where to be.
+        self._restore_target = None
+        self.pinned = value >= self.verticalScrollBar().maximum() - PIN_SLACK_PX
+
+    def _on_range_changed(self, _minimum: int, maximum: int) -> None:
+        if self._restore_target is not None:
+            self._apply_restore()
+        elif self.pinned:
+            self.verticalScrollBar().setValue(maximum)

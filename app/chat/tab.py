@@ -1,0 +1,300 @@
+"""One chat tab: its conversation, the streaming answer, the input box and its buttons.
+
+Tokens arrive through the window (routed by chat id) and are only buffered;
+a ~30 ms timer moves them into the view, so a fast model costs one repaint per
+tick, not one per token. A tab that is not visible just keeps its buffer and
+renders when it is shown again. A message's Edit button puts its text back in
+the input; sending it then replaces that message and everything below it (the
+history keeps the old branch as an alternative, "< 1/2 >").
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Callable, Sequence
+
+from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtGui import QKeyEvent, QShowEvent
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, QVBoxLayout, QWidget
+
+from app.bridge import ChatMessage, EngineBridge, SamplingParams, TurnFinished, TurnStarted
+from app.chat.message_actions import MessageActions
+from app.chat.message_list import MessageCard, MessageList
+
+FLUSH_INTERVAL_MS = 30
+TITLE_CHARS = 28
+Defaults = Callable[[], tuple[SamplingParams, str]]  # sampling, system prompt
+
+
+class ChatInput(QPlainTextEdit):
+    """Enter sends, Shift+Enter starts a new line."""
+
+    submitted = Signal()
+
+    def keyPressEvent(self, event: QKeyEvent) -> None:  # noqa: N802 - Qt override
+        enter = event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter)
+        if enter and not event.modifiers() & Qt.KeyboardModifier.ShiftModifier:
+            self.submitted.emit()
+            return
+        super().keyPressEvent(event)
+
+
+class ChatTab(MessageActions, QWidget):
+    """A conversation with the model; several tabs answer at the same time."""
+
+    answering_changed = Signal(bool)
+    title_changed = Signal(str)
+    conversation_changed = Signal(str)  # chat_id: a message was added or removed (history hook)
+    answer_streamed = Signal(str, str)  # chat_id, answer so far (at most once per flush tick)
+    # chat_id, index in `messages`: the history does the storing and may show another branch.
+    message_edited = Signal(str, int, str)  # ... and the new text; the edited message is `messages[index]` now
+    messages_deleted = Signal(str, int)  # messages[index:] were removed
+    branch_step_requested = Signal(str, int, int)  # ... and -1/+1: show the previous/next alternative
+
+    def __init__(
+        self, bridge: EngineBridge, defaults: Defaults, title: str, parent: QWidget | None = None, chat_id: str = ""
+    ) -> None:
+        super().__init__(parent)
+        self.chat_id = chat_id or uuid.uuid4().hex
+        self.title = title
+        self.title_from_user = False
+        self.messages: list[ChatMessage] = []
+        self.answering = False
+        self.live_tokens_per_second = 0.0
+        self._bridge, self._defaults = bridge, defaults
+        self._pending: list[str] = []
+        self._answer_text = ""
+        self._answer_card: MessageCard | None = None
+        self._dirty = False
+        self._turn_started: TurnStarted | None = None
+        self._error_shown = False
+        self._model_ready = False
+        self.editing_index: int | None = None  # the message Send will replace, while editing
+        self._flush_timer = QTimer(self, interval=FLUSH_INTERVAL_MS)
+        self._flush_timer.timeout.connect(self._flush)
+        self._build()
+        self.set_model_ready(False, "Starting…")
+
+    def _build(self) -> None:
+        self.view = MessageList(self)
+        self.view.edit_requested.connect(self._on_edit_requested)
+        self.view.delete_requested.connect(self._on_delete_requested)
+        self.view.branch_step_requested.connect(self._on_branch_step_requested)
+        self.input = ChatInput(self)
+        self.input.setObjectName("chatInput")  # styled in resources/style.qss
+        self.input.setPlaceholderText("Message the model — Enter sends, Shift+Enter for a new line")
+        self.input.setFixedHeight(self.input.fontMetrics().lineSpacing() * 4 + 16)
+        self.input.submitted.connect(self.send)
+        self.reason = QLabel(self)
+        self.reason.setProperty("role", "hint")
+        self.reason.setWordWrap(True)
+        self.send_button = QPushButton("Send")
+        self.send_button.clicked.connect(self.send)
+        self.send_button.setProperty("accent", True)
+        self.stop_button = QPushButton("Stop")
+        self.stop_button.clicked.connect(self.stop)
+        self.stop_button.setToolTip("Stop this answer (Esc)")
+        self.regenerate_button = QPushButton("Regenerate")
+        self.regenerate_button.clicked.connect(self.regenerate)
+        self.cancel_edit_button = QPushButton("Cancel edit")
+        self.cancel_edit_button.clicked.connect(self.cancel_edit)
+        self.cancel_edit_button.hide()
+        buttons = QHBoxLayout()
+        buttons.addWidget(self.reason, 10)
+        buttons.addStretch(1)  # buttons keep their size when there is no reason to show
+        for button in (self.cancel_edit_button, self.regenerate_button, self.stop_button, self.send_button):
+            buttons.addWidget(button)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 6)
+        self.welcome = QLabel(self)
+        self.welcome.setObjectName("welcome")  # styled in resources/style.qss
+        self.welcome.setWordWrap(True)
+        self.welcome.setContentsMargins(12, 10, 12, 10)
+        self.welcome.hide()
+        welcome_row = QVBoxLayout()
+        welcome_row.setContentsMargins(12, 12, 12, 0)  # aligned with the message cards
+        welcome_row.addWidget(self.welcome)
+        layout.addLayout(welcome_row)
+        layout.addWidget(self.view, 1)
+        bottom = QVBoxLayout()
+        bottom.setContentsMargins(12, 0, 12, 0)
+        bottom.addWidget(self.input)
+        bottom.addLayout(buttons)
+        layout.addLayout(bottom)
+        self._update_buttons()
+
+    @property
+    def streamed_text(self) -> str:
+        """The answer streaming now, including what the next tick will show."""
+        return self._answer_text + "".join(self._pending)
+
+    # ------------------------------------------------------------ user actions
+
+    def send(self) -> None:
+        text = self.input.toPlainText().strip()
+        if not text or self.answering or not self._model_ready:
+            return
+        self.input.clear()
+        edited, self.editing_index = self.editing_index, None
+        self._show_editing(False)
+        if edited is not None:
+            self._truncate(edited)
+        self.messages.append(ChatMessage("user", text))
+        self.view.add_card("user", text)
+        self.view.scroll_to_bottom()
+        if not self.title_from_user and len(self.messages) == 1:
+            self._set_title(text)
+        if edited is not None:
+            self.message_edited.emit(self.chat_id, edited, text)
+        else:
+            self.conversation_changed.emit(self.chat_id)
+        self._start_turn()
+
+    def stop(self) -> None:
+        if self.answering:
+            self._bridge.cancel(self.chat_id)
+
+    def regenerate(self) -> None:
+        """Answer the last question again (the old answer is dropped)."""
+        if self.answering or not self._model_ready or not self.messages:
+            return
+        if self.messages[-1].role == "assistant":
+            self.messages.pop()
+            cards = [card for card in self.view.cards() if card.role == "assistant"]
+            if cards:
+                self.view.remove_card(cards[-1])
+            self.conversation_changed.emit(self.chat_id)
+        if self.messages and self.messages[-1].role == "user":
+            self._start_turn()
+
+    def set_conversation(self, messages: Sequence[ChatMessage]) -> None:
+        """Show a stored conversation (the history reopening a chat or switching a branch); not while answering."""
+        if self.editing_index is not None:
+            self.cancel_edit()
+        self.messages = [m for m in messages if m.role != "system"]
+        self.view.clear()
+        for message in self.messages:
+            self.view.add_card(message.role, message.content)
+        self.view.scroll_to_bottom()
+        self._update_buttons()
+
+    def rename(self, title: str) -> None:
+        self.title_from_user = True
+        self._set_title(title)
+
+    def set_model_ready(self, ready: bool, reason: str = "") -> None:
+        """Inputs work only with a model; otherwise say why, visibly."""
+        self._model_ready = ready
+        self.input.setEnabled(ready)
+        self.reason.setText(reason)
+        self.reason.setVisible(bool(reason))
+        self._update_buttons()
+
+    # ------------------------------------------------------------ engine events
+
+    def on_turn_started(self, event: TurnStarted) -> None:
+        self._turn_started = event
+
+    def on_token(self, text: str) -> None:
+        self._pending.append(text)
+
+    def on_turn_finished(self, event: TurnFinished) -> None:
+        self._flush()
+        text = event.text or self._answer_text
+        card, self._answer_card = self._answer_card, None
+        if text and card is not None:
+            self.messages.append(ChatMessage("assistant", text))
+            card.set_text(text)
+            card.set_footer(self._stats_line(event))
+            self.conversation_changed.emit(self.chat_id)
+        elif card is not None:
+            self.view.remove_card(card)
+        if event.message and not self._error_shown:  # e.g. the context is full, the model was changed
+            self.show_error(event.message)
+        self._set_answering(False)
+
+    def on_chat_error(self, message: str) -> None:
+        self._error_shown = True
+        self.show_error(message)
+
+    def on_stats(self, tokens_per_second: float) -> None:
+        self.live_tokens_per_second = tokens_per_second
+        if self.answering and self._answer_card is not None:
+            self._answer_card.set_footer(f"answering · {tokens_per_second:.1f} tok/s")
+
+    def show_error(self, message: str) -> None:
+        self.view.add_card("error", message)
+
+    # ------------------------------------------------------------ internals
+
+    def _start_turn(self) -> None:
+        sampling, system_prompt = self._defaults()
+        conversation = ([ChatMessage("system", system_prompt)] if system_prompt else []) + self.messages
+        self._pending.clear()
+        self._answer_text = ""
+        self._error_shown = False
+        self._turn_started = None
+        self._hide_old_footers()
+        self._answer_card = self.view.add_card("assistant", "…")
+        self.view.scroll_to_bottom()
+        self._set_answering(True)
+        self._bridge.submit(self.chat_id, conversation, sampling)
+
+    def _flush(self) -> None:
+        if self._pending:
+            self._answer_text += "".join(self._pending)
+            self._pending.clear()
+            self._dirty = True
+            self.answer_streamed.emit(self.chat_id, self._answer_text)
+        if self._dirty and self.isVisible() and self._answer_card is not None:
+            self._answer_card.set_text(self._answer_text)
+            self._dirty = False
+
+    def showEvent(self, event: QShowEvent) -> None:  # noqa: N802 - Qt override
+        super().showEvent(event)
+        self._flush()  # catch up on what streamed while the tab was hidden
+
+    def _set_answering(self, answering: bool) -> None:
+        self.answering = answering
+        if answering:
+            self._flush_timer.start()
+        else:
+            self._flush_timer.stop()
+            self.live_tokens_per_second = 0.0
+        self._update_buttons()
+        self.answering_changed.emit(answering)
+
+    def set_welcome(self, text: str) -> None:
+        """What an empty chat shows until its first message."""
+        self.welcome.setText(text)
+        self._update_buttons()
+
+    def _update_buttons(self) -> None:
+        self.welcome.setVisible(bool(self.welcome.text()) and not self.messages)
+        self.send_button.setEnabled(self._model_ready and not self.answering)
+        self.stop_button.setEnabled(self.answering)
+        can_regenerate = bool(self.messages) and self.messages[-1].role in ("user", "assistant")
+        self.regenerate_button.setEnabled(self._model_ready and not self.answering and can_regenerate)
+
+    def _hide_old_footers(self) -> None:
+        for card in self.view.cards():
+            card.set_footer("")
+
+    def _set_title(self, text: str) -> None:
+        line = " ".join(text.split())
+        self.title = line if len(line) <= TITLE_CHARS else line[: TITLE_CHARS - 1] + "…"
+        self.title_changed.emit(self.title)
+
+    def _stats_line(self, event: TurnFinished) -> str:
+        stats = event.stats
+        parts = [
+            f"{stats.generated_tokens} tokens",
+            f"{stats.decode_tokens_per_second:.1f} tok/s",
+            f"first token {stats.time_to_first_token_s * 1000:.0f} ms",
+            f"{stats.reused_tokens} of {stats.prompt_tokens} prompt tokens reused",
+        ]
+        if event.reason == "cancelled":
+            parts.append("stopped")
+        elif event.reason == "length":
+            parts.append("reached the token limit")
+        return " · ".join(parts)

@@ -1,0 +1,337 @@
+"""HistoryStore: the user's chats in one SQLite file (pure Python, no Qt).
+
+One store owns one connection and is used from one thread: the history
+worker's (see app/history/worker.py). Every write is one short transaction,
+so a killed process loses only what had not been handed to the store yet.
+Each failure is raised as a HistoryError worded for a person.
+
+Messages form a tree per chat: editing a message or regenerating an answer adds
+a sibling, and the chat remembers which branch is active (app/history/records.py).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from app.history import import_export as history_io
+from app.history.database import default_database_path, human_error, open_database
+from app.history.records import (
+    DEFAULT_TITLE,
+    MATCH_END,
+    MATCH_START,
+    ROLES,
+    STATES,
+    Chat,
+    ChatSnapshot,
+    HistoryError,
+    SearchHit,
+    StoredMessage,
+    title_from_text,
+)
+from app.history.rows import (
+    CHAT_COLUMNS,
+    MESSAGE_COLUMNS,
+    chat_from_row,
+    chat_title_auto,
+    dump_json,
+    fts_query,
+    insert_imported,
+    message_from_row,
+    point_to,
+    user_message_count,
+)
+
+__all__ = ["HistoryError", "HistoryStore", "default_database_path", "new_id"]
+
+
+def new_id() -> str:
+    """A fresh chat or message id; callers may make one up front and pass it in."""
+    return uuid.uuid4().hex
+
+
+class HistoryStore:
+    """Chats, messages, tabs and search in one database; see the module docstring."""
+
+    def __init__(self, connection: sqlite3.Connection, path: Path, recovered_from: Path | None = None) -> None:
+        self._db = connection
+        self.path = path
+        self.recovered_from = recovered_from  # where a damaged file was moved, once
+
+    @classmethod
+    def open(cls, path: str | Path | None = None) -> HistoryStore:
+        path = Path(path) if path is not None else default_database_path()
+        connection, aside = open_database(path)
+        return cls(connection, path, aside)
+
+    def close(self) -> None:
+        self._db.close()
+
+    # ------------------------------------------------------------ plumbing
+
+    @contextmanager
+    def _write(self, action: str) -> Iterator[sqlite3.Connection]:
+        try:
+            self._db.execute("BEGIN IMMEDIATE")
+            yield self._db
+            self._db.execute("COMMIT")
+        except BaseException as error:
+            if self._db.in_transaction:  # SQLite may already have rolled back (disk full)
+                try:
+                    self._db.execute("ROLLBACK")
+                except sqlite3.Error:
+                    pass
+            if isinstance(error, sqlite3.Error):
+                raise human_error(error, self.path, action) from None
+            raise
+
+    def _rows(self, action: str, sql: str, params: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
+        try:
+            return self._db.execute(sql, params).fetchall()
+        except sqlite3.Error as error:
+            raise human_error(error, self.path, action) from None
+
+    # ------------------------------------------------------------ chats
+
+    def create_chat(self, title: str = "", model: str = "", settings: dict[str, Any] | None = None,
+                    chat_id: str | None = None, open_tab: bool = True) -> Chat:
+        chat_id, now = chat_id or new_id(), time.time()
+        with self._write("create the chat") as db:
+            order = self._next_tab_order(db) if open_tab else None
+            db.execute(
+                "INSERT INTO chats (id, title, created, updated, model, settings, is_open, tab_order, title_auto)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (chat_id, title.strip() or DEFAULT_TITLE, now, now, model, dump_json(settings or {}),
+                 int(open_tab), order, int(not title.strip())),
+            )
+        return self.chat(chat_id)
+
+    def chat(self, chat_id: str) -> Chat:
+        rows = self._rows("read the chat", f"SELECT {CHAT_COLUMNS} FROM chats WHERE id = ?", (chat_id,))
+        if not rows:
+            raise HistoryError(f"The chat {chat_id} is not in the history (was it deleted?).", "missing")
+        return chat_from_row(rows[0])
+
+    def load_chat(self, chat_id: str) -> ChatSnapshot:
+        chat = self.chat(chat_id)
+        rows = self._rows("read the chat", f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE chat_id = ? ORDER BY seq", (chat_id,))
+        return ChatSnapshot(chat, tuple(message_from_row(row) for row in rows))
+
+    def list_chats(self, include_deleted: bool = False) -> list[Chat]:
+        """Every chat, the most recently used first."""
+        where = "" if include_deleted else "WHERE deleted_at IS NULL"
+        rows = self._rows("list the chats", f"SELECT {CHAT_COLUMNS} FROM chats {where} ORDER BY updated DESC, created DESC")
+        return [chat_from_row(row) for row in rows]
+
+    def open_tabs(self) -> list[Chat]:
+        rows = self._rows("list the open tabs", f"SELECT {CHAT_COLUMNS} FROM chats "
+                          "WHERE is_open = 1 AND deleted_at IS NULL ORDER BY tab_order, created")
+        return [chat_from_row(row) for row in rows]
+
+    def set_open_tabs(self, chat_ids: list[str], current: str | None = None) -> None:
+        """The tabs now open, left to right; every other chat is closed."""
+        with self._write("remember the open tabs") as db:
+            db.execute("UPDATE chats SET is_open = 0, tab_order = NULL WHERE is_open = 1")
+            for order, chat_id in enumerate(chat_ids):
+                db.execute("UPDATE chats SET is_open = 1, tab_order = ? WHERE id = ?", (order, chat_id))
+            db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('current_tab', ?)", (current or "",))
+
+    def current_tab(self) -> str | None:
+        rows = self._rows("read the current tab", "SELECT value FROM meta WHERE key = 'current_tab'")
+        return (rows[0][0] or None) if rows else None
+
+    def open_tab(self, chat_id: str) -> None:
+        """Reopen a closed chat as the last tab."""
+        with self._write("reopen the chat") as db:
+            db.execute("UPDATE chats SET is_open = 1, tab_order = ? WHERE id = ? AND is_open = 0",
+                       (self._next_tab_order(db), chat_id))
+
+    def close_tab(self, chat_id: str) -> None:
+        with self._write("close the chat") as db:
+            db.execute("UPDATE chats SET is_open = 0, tab_order = NULL WHERE id = ?", (chat_id,))
+
+    def set_scroll_position(self, chat_id: str, position: float) -> None:
+        with self._write("remember the scroll position") as db:
+            db.execute("UPDATE chats SET scroll_position = ? WHERE id = ?", (float(position), chat_id))
+
+    def rename_chat(self, chat_id: str, title: str) -> None:
+        with self._write("rename the chat") as db:
+            db.execute("UPDATE chats SET title = ?, title_auto = ? WHERE id = ?",
+                       (title.strip() or DEFAULT_TITLE, int(not title.strip()), chat_id))
+
+    def update_chat_settings(self, chat_id: str, model: str | None = None, settings: dict[str, Any] | None = None) -> None:
+        with self._write("save the chat settings") as db:
+            if model is not None:
+                db.execute("UPDATE chats SET model = ? WHERE id = ?", (model, chat_id))
+            if settings is not None:
+                db.execute("UPDATE chats SET settings = ? WHERE id = ?", (dump_json(settings), chat_id))
+
+    def delete_chat(self, chat_id: str) -> None:
+        """Hide the chat; `restore_chat` undoes this until `purge_deleted` runs."""
+        with self._write("delete the chat") as db:
+            db.execute("UPDATE chats SET deleted_at = ?, is_open = 0, tab_order = NULL WHERE id = ?", (time.time(), chat_id))
+
+    def restore_chat(self, chat_id: str, open_tab: bool = True) -> None:
+        with self._write("restore the chat") as db:
+            db.execute("UPDATE chats SET deleted_at = NULL WHERE id = ?", (chat_id,))
+            if open_tab:
+                db.execute("UPDATE chats SET is_open = 1, tab_order = ? WHERE id = ?", (self._next_tab_order(db), chat_id))
+
+    def purge_deleted(self, older_than_s: float = 0.0) -> int:
+        """Really delete chats deleted more than `older_than_s` ago; returns how many."""
+        cutoff = time.time() - older_than_s
+        with self._write("delete old chats") as db:
+            doomed = "SELECT id FROM chats WHERE deleted_at IS NOT NULL AND deleted_at <= ?"
+            db.execute(f"DELETE FROM messages WHERE chat_id IN ({doomed})", (cutoff,))
+            return db.execute(f"DELETE FROM chats WHERE id IN ({doomed})", (cutoff,)).rowcount
+
+    def drop_empty_closed_chats(self) -> int:
+        """Tabs opened and closed without a word leave no entry in the chat list; returns how many."""
+        with self._write("tidy the chat list") as db:
+            return db.execute("DELETE FROM chats WHERE is_open = 0 AND NOT EXISTS"
+                              " (SELECT 1 FROM messages WHERE messages.chat_id = chats.id)").rowcount
+
+    @staticmethod
+    def _next_tab_order(db: sqlite3.Connection) -> int:
+        return int(db.execute("SELECT COALESCE(MAX(tab_order) + 1, 0) FROM chats WHERE is_open = 1").fetchone()[0])
+
+    # ------------------------------------------------------------ messages
+
+    def add_message(self, chat_id: str, role: str, text: str = "", parent_id: str | None = None,
+                    state: str = "complete", message_id: str | None = None) -> StoredMessage:
+        """Append a message under `parent_id` (None: a first message) and make it the active branch."""
+        if role not in ROLES or state not in STATES:
+            raise HistoryError(f"Unknown message role {role!r} or state {state!r}.", "other")
+        message_id, now = message_id or new_id(), time.time()
+        with self._write("save the message") as db:
+            title_auto = chat_title_auto(db, chat_id)
+            if parent_id is not None and not db.execute(
+                    "SELECT 1 FROM messages WHERE id = ? AND chat_id = ?", (parent_id, chat_id)).fetchone():
+                raise HistoryError(f"The message {parent_id} is not in chat {chat_id}.", "missing")
+            db.execute("INSERT INTO messages (id, chat_id, parent_id, role, text, state, created) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                       (message_id, chat_id, parent_id, role, text, state, now))
+            point_to(db, chat_id, parent_id, message_id)
+            if role == "user" and title_auto and user_message_count(db, chat_id) == 1:
+                db.execute("UPDATE chats SET title = ? WHERE id = ?", (title_from_text(text), chat_id))
+            db.execute("UPDATE chats SET updated = ? WHERE id = ?", (now, chat_id))
+        return StoredMessage(message_id, chat_id, parent_id, role, text, state, now)  # type: ignore[arg-type]
+
+    def message(self, message_id: str) -> StoredMessage:
+        rows = self._rows("read the message", f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE id = ?", (message_id,))
+        if not rows:
+            raise HistoryError(f"The message {message_id} is not in the history (was it deleted?).", "missing")
+        return message_from_row(rows[0])
+
+    def update_streaming_text(self, message_id: str, text: str) -> bool:
+        """Save the answer so far; False when the message is no longer streaming."""
+        with self._write("save the answer so far") as db:
+            cursor = db.execute("UPDATE messages SET text = ? WHERE id = ? AND state = 'streaming'", (text, message_id))
+            return cursor.rowcount > 0
+
+    def finish_message(self, message_id: str, text: str | None = None, state: str = "complete",
+                       prompt_tokens: int | None = None, generated_tokens: int | None = None,
+                       timings: dict[str, Any] | None = None, finish_reason: str | None = None) -> None:
+        """The answer is done (or stopped): its final text, state and numbers."""
+        if state not in STATES:
+            raise HistoryError(f"Unknown message state {state!r}.", "other")
+        with self._write("save the answer") as db:
+            cursor = db.execute(
+                "UPDATE messages SET text = COALESCE(?, text), state = ?, prompt_tokens = ?, generated_tokens = ?,"
+                " timings = ?, finish_reason = ? WHERE id = ?",
+                (text, state, prompt_tokens, generated_tokens, dump_json(timings or {}), finish_reason, message_id),
+            )
+            if cursor.rowcount == 0:
+                raise HistoryError(f"The message {message_id} is not in the history (was it deleted?).", "missing")
+            db.execute("UPDATE chats SET updated = ? WHERE id = (SELECT chat_id FROM messages WHERE id = ?)",
+                       (time.time(), message_id))
+
+    def resume_streaming(self, message_id: str) -> None:
+        """An interrupted answer is being continued: stream into it again."""
+        with self._write("continue the answer") as db:
+            db.execute("UPDATE messages SET state = 'streaming' WHERE id = ?", (message_id,))
+
+    def mark_interrupted_on_startup(self) -> int:
+        """Answers left 'streaming' by a crash or kill become 'interrupted'; returns how many."""
+        with self._write("mark unfinished answers") as db:
+            return db.execute("UPDATE messages SET state = 'interrupted' WHERE state = 'streaming'").rowcount
+
+    def edit_message(self, message_id: str, text: str, new_message_id: str | None = None) -> StoredMessage:
+        """A new alternative of the message with `text`; the old one stays reachable."""
+        old = self.message(message_id)
+        return self.add_message(old.chat_id, old.role, text, old.parent_id, "complete", new_message_id)
+
+    def regenerate(self, message_id: str, new_message_id: str | None = None) -> StoredMessage:
+        """A new, empty, streaming alternative of an answer; stream into it as usual."""
+        old = self.message(message_id)
+        return self.add_message(old.chat_id, "assistant", "", old.parent_id, "streaming", new_message_id)
+
+    def siblings(self, message_id: str) -> list[StoredMessage]:
+        """The alternatives of a message, itself included, oldest first."""
+        old = self.message(message_id)
+        rows = self._rows("read the alternatives", f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE chat_id = ? "
+                          "AND parent_id IS ? ORDER BY seq", (old.chat_id, old.parent_id))
+        return [message_from_row(row) for row in rows]
+
+    def active_path(self, chat_id: str) -> list[StoredMessage]:
+        return self.load_chat(chat_id).path()
+
+    def select_message(self, message_id: str) -> None:
+        """Make the branch through this message the active one (switching "< 1/2 >" or a search hit)."""
+        with self._write("switch the branch") as db:
+            ancestry = db.execute(
+                "WITH RECURSIVE up(id, parent_id, chat_id) AS (SELECT id, parent_id, chat_id FROM messages WHERE id = ?"
+                " UNION ALL SELECT m.id, m.parent_id, m.chat_id FROM messages m JOIN up ON m.id = up.parent_id)"
+                " SELECT id, parent_id, chat_id FROM up", (message_id,)).fetchall()
+            for row in ancestry:
+                point_to(db, row["chat_id"], row["parent_id"], row["id"])
+
+    def delete_message(self, message_id: str) -> int:
+        """Delete a message and every message below it; returns how many went."""
+        with self._write("delete the message") as db:
+            db.execute(
+                "WITH RECURSIVE down(id) AS (SELECT id FROM messages WHERE id = ?"
+                " UNION ALL SELECT m.id FROM messages m JOIN down ON m.parent_id = down.id)"
+                " DELETE FROM messages WHERE id IN down", (message_id,))
+            count = int(db.execute("SELECT changes()").fetchone()[0])  # rowcount is -1 after a WITH
+            db.execute("UPDATE messages SET active_child_id = NULL WHERE active_child_id = ?", (message_id,))
+            db.execute("UPDATE chats SET active_root_id = NULL WHERE active_root_id = ?", (message_id,))
+            return count
+
+    # ------------------------------------------------------------ search, export, import
+
+    def search(self, query: str, limit: int = 50) -> list[SearchHit]:
+        """Messages of every chat (open, closed, any branch) matching all words of `query`."""
+        match = fts_query(query)
+        if not match:
+            return []
+        rows = self._rows(
+            "search the chats",
+            "SELECT m.id, m.chat_id, m.role, m.created, c.title, c.is_open,"
+            " snippet(messages_fts, 0, ?, ?, '…', 16) AS snippet"
+            " FROM messages_fts JOIN messages m ON m.seq = messages_fts.rowid JOIN chats c ON c.id = m.chat_id"
+            " WHERE messages_fts MATCH ? AND c.deleted_at IS NULL ORDER BY bm25(messages_fts) LIMIT ?",
+            (MATCH_START, MATCH_END, match, limit),
+        )
+        return [SearchHit(r["chat_id"], r["title"], bool(r["is_open"]), r["id"], r["role"], r["snippet"], r["created"]) for r in rows]
+
+    def export_markdown(self, chat_id: str) -> str:
+        return history_io.export_markdown(self.load_chat(chat_id))
+
+    def export_json(self, chat_id: str) -> str:
+        return history_io.export_json(self.load_chat(chat_id))
+
+    def import_file(self, path: str | Path) -> Chat:
+        return self.import_json(history_io.read_import_file(path), str(path))
+
+    def import_json(self, text: str, source: str = "The file") -> Chat:
+        """A new chat from an export; checked completely first, then written in one transaction."""
+        parsed = history_io.parse_import(text, source)
+        chat_id = new_id()
+        with self._write("import the chat") as db:
+            insert_imported(db, parsed, chat_id, self._next_tab_order(db), new_id)
+        return self.chat(chat_id)

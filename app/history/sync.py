@@ -1,0 +1,305 @@
+"""The glue between the window and the chat history: what the tabs show is what gets saved.
+
+HistoryUI listens to the window (tabs opened, closed, moved), to each tab
+(`conversation_changed`: a user message was added or an answer dropped for
+Regenerate) and to the engine bridge (tokens and finished turns, routed by chat
+id), and turns them into HistoryClient calls, none of which blocks. The ids of
+the stored messages a tab shows are kept here, parallel to `tab.messages`, so
+a new message knows its parent. On startup the stored open tabs replace the
+empty first tab; answers a crash cut short come back with an "(interrupted)"
+note and Regenerate enabled. Storage problems show in the status bar while the
+chats stay in memory. Branches ("< 1/2 >"), edits, deletes and scroll positions
+are app/history/branches.py's part.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from PySide6.QtCore import QObject, Signal
+from PySide6.QtWidgets import QLabel
+
+from app.bridge import ChatMessage, TurnFinished
+from app.chat.tab import ChatTab
+from app.history.branches import BranchKeeper
+from app.history.records import ChatSnapshot, StoredMessage
+from app.history.worker import HistoryClient, StartupReport
+
+if TYPE_CHECKING:
+    from app.window.mainwindow import MainWindow
+
+INTERRUPTED_NOTE = "(interrupted) — Regenerate to answer again"
+
+
+class HistoryUI(QObject):
+    """Saves every tab's conversation as it happens and restores the open tabs at startup."""
+
+    restored = Signal()  # the stored tabs are on screen (or there were none, or no history)
+    problem = Signal(str)  # a storage problem, as shown in the status bar
+
+    def __init__(self, window: MainWindow, path: str | Path | None = None) -> None:
+        super().__init__(window)
+        self.window = window
+        self.client = HistoryClient(path, parent=self)
+        self.branches = BranchKeeper(self)
+        self.ready = False
+        self.problem_text = ""
+        self.report: StartupReport | None = None
+        self._ids: dict[str, list[str]] = {}  # chat id -> stored ids of the tab's messages
+        self._states: dict[str, str] = {}  # message id -> state it was restored with
+        self._answers: dict[str, str] = {}  # chat id -> id of the answer streaming now
+        self._regenerate_of: dict[str, str] = {}  # chat id -> answer dropped for Regenerate
+        self._restoring = False
+        self._closed = False
+        self.label = QLabel()
+        self.label.setObjectName("historyProblem")
+        self.label.setWordWrap(False)
+        self.label.hide()
+        window.statusBar().addWidget(self.label, 1)
+        self._connect()
+        self.client.start()
+
+    def _connect(self) -> None:
+        client, window, bridge = self.client, self.window, self.window.bridge
+        client.opened.connect(self._on_opened)
+        client.unavailable.connect(self._on_unavailable)
+        client.error_occurred.connect(self.show_problem)
+        window.chat_opened.connect(self._on_chat_opened)
+        window.chat_closed.connect(self._on_chat_closed)
+        window.tabs.tabBar().tabMoved.connect(lambda *_: self.save_tabs())
+        window.tabs.currentChanged.connect(lambda *_: self.save_tabs())
+        bridge.turn_started.connect(lambda event: self._answer_id(event.chat_id))
+        bridge.token_received.connect(self._on_token)
+        bridge.turn_finished.connect(self._on_turn_finished)
+
+    # ------------------------------------------------------------ problems
+
+    def show_problem(self, message: str) -> None:
+        """Visible until the next problem; the chats stay in memory either way."""
+        self.problem_text = message
+        self.label.setText(f"Chat history: {message}")
+        self.label.setToolTip(message)
+        self.label.show()
+        self.problem.emit(message)
+
+    def _on_unavailable(self, message: str) -> None:
+        self.show_problem(message)  # it already says the chats stay in this window but are not saved
+        self._finish_startup()
+
+    # ------------------------------------------------------------ startup
+
+    def _on_opened(self, report: StartupReport) -> None:
+        self.report = report
+        if report.recovered_from:
+            self.show_problem(f"The history file was damaged; it was moved to {report.recovered_from} "
+                              "and a fresh one was started.")
+        if report.tabs:
+            placeholders = [tab for tab in self.window.chat_tabs() if not tab.messages and not tab.answering]
+            self._restoring = True
+            try:
+                for snapshot in report.tabs:
+                    self.show_snapshot(snapshot)
+                for tab in placeholders:
+                    self.window.close_chat(self.window.tabs.indexOf(tab))
+                self.select(report.current_tab)
+            finally:
+                self._restoring = False
+        self._finish_startup()
+
+    def _finish_startup(self) -> None:
+        self.ready = True
+        self.save_tabs()
+        self.restored.emit()
+
+    def show_snapshot(self, snapshot: ChatSnapshot) -> ChatTab:
+        """A stored chat as a new tab (the last one), its active branch shown where it was read."""
+        restoring, self._restoring = self._restoring, True
+        try:
+            tab = self.window.new_chat(snapshot.chat.title, snapshot.chat.id)
+        finally:
+            self._restoring = restoring
+        tab.title_from_user = not snapshot.chat.title_auto
+        self.render(tab, snapshot)
+        self.branches.show_positions(snapshot)
+        self.branches.restore_scroll(tab, snapshot)
+        return tab
+
+    def render(self, tab: ChatTab, snapshot: ChatSnapshot) -> None:
+        """Show the chat's active branch in the tab."""
+        path = [m for m in snapshot.path() if m.role != "system" and (m.text or m.role == "user")]
+        tab.set_conversation([ChatMessage(m.role, m.text) for m in path])
+        self._ids[tab.chat_id] = [m.id for m in path]
+        self._states.update({m.id: m.state for m in path})
+        self._mark_interrupted(tab, path)
+
+    def _mark_interrupted(self, tab: ChatTab, path: list[StoredMessage]) -> None:
+        for card, message in zip(tab.view.cards(), path):
+            if message.state != "complete":
+                card.set_footer(INTERRUPTED_NOTE)
+
+    def select(self, chat_id: str | None) -> bool:
+        for index, tab in enumerate(self.window.chat_tabs()):
+            if tab.chat_id == chat_id:
+                self.window.tabs.setCurrentIndex(index)
+                return True
+        return False
+
+    def save_tabs(self) -> None:
+        if self._restoring or self._closed or not self.ready:
+            return
+        tabs = self.window.chat_tabs()
+        current = self.window.current_tab()
+        self.client.set_open_tabs([tab.chat_id for tab in tabs], current=current.chat_id if current else None)
+
+    # ------------------------------------------------------------ tabs and messages
+
+    def _on_chat_opened(self, tab: ChatTab) -> None:
+        self._ids.setdefault(tab.chat_id, [])
+        tab.conversation_changed.connect(self._on_conversation_changed)
+        self.branches.attach(tab)
+        tab.title_changed.connect(lambda title, tab=tab: self._on_title_changed(tab, title))
+        if self._restoring:
+            return
+        info = self.window.bridge.model_info
+        settings = dataclasses.asdict(self.window.default_sampling)
+        title = tab.title if tab.title_from_user else ""
+        self.client.call("create_chat", title, info.name if info else "", settings, tab.chat_id)
+        self.save_tabs()
+
+    def _on_title_changed(self, tab: ChatTab, title: str) -> None:
+        if tab.title_from_user and not self._restoring:
+            self.client.rename_chat(tab.chat_id, title)
+
+    def _on_chat_closed(self, chat_id: str) -> None:
+        self.branches.save_scroll(chat_id)
+        self.branches.snapshots.pop(chat_id, None)
+        self._ids.pop(chat_id, None)  # a streaming answer is still finished when its turn ends
+        self.save_tabs()
+
+    def tab(self, chat_id: str) -> ChatTab | None:
+        return next((tab for tab in self.window.chat_tabs() if tab.chat_id == chat_id), None)
+
+    def ids(self, chat_id: str) -> list[str]:
+        """The stored ids of the messages the chat's tab shows (a throwaway list for a closed chat)."""
+        return self._ids.get(chat_id, [])
+
+    def _on_conversation_changed(self, chat_id: str) -> None:
+        """Store the user messages the tab added; remember an answer it dropped for Regenerate."""
+        tab, ids = self.tab(chat_id), self._ids.get(chat_id)
+        if tab is None or ids is None:
+            return
+        while len(ids) > len(tab.messages):
+            self._regenerate_of[chat_id] = ids.pop()
+        for message in tab.messages[len(ids):]:
+            if message.role != "user":
+                break  # answers are stored from the engine's events
+            ids.append(self.client.add_message(chat_id, "user", message.content, parent_id=ids[-1] if ids else None))
+
+    def _answer_id(self, chat_id: str) -> str | None:
+        """The stored answer streaming for this chat, started on its first event."""
+        if chat_id in self._answers:
+            return self._answers[chat_id]
+        ids = self._ids.get(chat_id)
+        if ids is None:
+            return None
+        dropped = self._regenerate_of.pop(chat_id, None)
+        answer = self.client.regenerate(dropped) if dropped else self.client.start_answer(chat_id, ids[-1] if ids else None)
+        self._answers[chat_id] = answer
+        return answer
+
+    def _on_token(self, chat_id: str, text: str) -> None:
+        if (answer := self._answer_id(chat_id)) is not None:
+            self.client.append_streaming_text(answer, text)
+
+    def _on_turn_finished(self, event: TurnFinished) -> None:
+        answer = self._answers.pop(event.chat_id, None)
+        if answer is None:
+            return
+        streamed = self.client.buffer.text(answer) if answer in self.client.buffer else ""
+        if not (event.text or streamed):  # the tab shows no answer: keep none either
+            self.client.buffer.end(answer)
+            self.client.delete_message(answer)
+        else:
+            self.client.finish_turn(answer, event)
+            ids, tab = self._ids.get(event.chat_id), self.tab(event.chat_id)
+            if ids is not None and tab is not None and len(ids) < len(tab.messages):
+                ids.append(answer)
+        if event.chat_id in self._ids:
+            self.branches.refresh(event.chat_id)  # a regenerated answer or an edit made a new alternative
+
+    # ------------------------------------------------------------ the chat list, export, import
+
+    def open_chat(self, chat_id: str) -> None:
+        """Show a stored chat: select its tab, or reopen it as the last tab."""
+        if self.select(chat_id):
+            return
+        self.client.open_tab(chat_id)
+        self.client.load_chat(chat_id, on_done=self._show_and_select, on_error=self.show_problem)
+
+    def _show_and_select(self, snapshot: ChatSnapshot) -> None:
+        if not self.select(snapshot.chat.id):
+            self.show_snapshot(snapshot)
+            self.select(snapshot.chat.id)
+        self.save_tabs()
+
+    def rename_chat(self, chat_id: str, title: str) -> None:
+        tab = self.tab(chat_id)
+        if tab is not None:
+            self.window.tabs.setTabText(self.window.tabs.indexOf(tab), title)
+            tab.rename(title)  # its title_changed stores the name
+        else:
+            self.client.rename_chat(chat_id, title)
+
+    def delete_chat(self, chat_id: str) -> None:
+        """Close its tab if open, then delete it (purged at the next start)."""
+        tab = self.tab(chat_id)
+        if tab is not None:
+            self.window.close_chat(self.window.tabs.indexOf(tab))
+        self.client.delete_chat(chat_id)
+
+    def export_current(self, kind: str, path: str | Path) -> None:
+        """Write the current chat as "markdown" or "json" to `path` (the file is written on this thread)."""
+        tab = self.window.current_tab()
+        if tab is None:
+            return
+        exporter = self.client.export_markdown if kind == "markdown" else self.client.export_json
+        exporter(tab.chat_id, on_done=lambda text: self._write_file(Path(path), text), on_error=self.show_problem)
+
+    def _write_file(self, path: Path, text: str) -> None:
+        try:
+            path.write_text(text, encoding="utf-8")
+        except OSError as error:
+            self.show_problem(f"Could not write {path}: {error.strerror or error}. Choose another folder.")
+
+    def import_path(self, path: str | Path) -> None:
+        """A new chat from an exported JSON file, opened as the last tab; a bad file is explained."""
+        self.client.import_file(str(path), on_done=lambda chat: self.open_chat(chat.id), on_error=self.show_problem)
+
+    # ------------------------------------------------------------ end
+
+    def close(self) -> None:
+        """Answers still streaming are stored as interrupted; then the history thread is joined."""
+        if self._closed:
+            return
+        for answer in self._answers.values():
+            self.client.finish_answer(answer, None, "interrupted", finish_reason="closed")
+        self._answers.clear()
+        self.branches.save_all_scrolls()
+        self._closed = True
+        self.client.close()
+
+    def dump(self) -> dict[str, object]:
+        """What the window shows from the history, for `--dump-restored` and tests."""
+        tabs = []
+        for tab in self.window.chat_tabs():
+            ids = self._ids.get(tab.chat_id, [])
+            messages = [{"role": m.role, "text": m.content, "state": self._states.get(i, "complete")}
+                        for m, i in zip(tab.messages, ids)]
+            notes = [card.footer.text() for card in tab.view.cards()]
+            tabs.append({"chat_id": tab.chat_id, "title": tab.title, "messages": messages,
+                         "regenerate_enabled": tab.regenerate_button.isEnabled(), "notes": notes})
+        current = self.window.current_tab()
+        return {"tabs": tabs, "current": current.chat_id if current else None, "problem": self.problem_text,
+                "interrupted": self.report.interrupted_messages if self.report else 0}

@@ -1,0 +1,1 @@
+"""What the window needs around it: About, crash reports, logs, the self-test, the desktop entry, Qt guards."""

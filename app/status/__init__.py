@@ -1,0 +1,1 @@
+"""The status bar's gauge and the memory probes behind it."""

@@ -1,0 +1,234 @@
+"""The gauge in the status bar: device, memory (model and KV cache parts), tokens/s, slots, model.
+
+It is driven by the engine's stats events (several a second while anything
+runs) and costs nothing when idle: the only timer keeps the 60 s sparkline
+scrolling and stops once the last minute holds no speed at all.
+"""
+
+from __future__ import annotations
+
+import html
+import time
+from collections import deque
+from typing import Callable
+
+from PySide6.QtCore import QPointF, QRectF, Qt, QTimer
+from PySide6.QtGui import QColor, QMouseEvent, QPainter, QPainterPath, QPaintEvent, QPalette, QPen
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QVBoxLayout, QWidget
+
+from app.bridge import EngineStats, ModelInfo
+from app.status.memory_probe import MemorySnapshot, format_bytes, gpu_index_of, snapshot
+
+HISTORY_S = 60.0
+MODEL_NAME_CHARS = 18
+MODEL_COLOR, KV_COLOR, OTHER_COLOR = QColor("#3b82f6"), QColor("#f59e0b"), QColor("#9ca3af")
+Titles = Callable[[str], str]  # chat id -> tab title
+
+
+class Sparkline(QWidget):
+    """Tokens/s over the last 60 seconds, newest at the right."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.samples: deque[tuple[float, float]] = deque()
+        self.setFixedSize(90, 18)
+        self.setToolTip("tokens/s, last 60 s")
+
+    def add(self, value: float, now: float) -> None:
+        self.samples.append((now, value))
+        while self.samples and now - self.samples[0][0] > HISTORY_S:
+            self.samples.popleft()
+        self.update()
+
+    def has_recent_speed(self, now: float) -> bool:
+        return any(value > 0 and now - t <= HISTORY_S for t, value in self.samples)
+
+    def paintEvent(self, event: QPaintEvent) -> None:  # noqa: N802 - Qt override
+        painter = QPainter(self)
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        painter.setPen(QPen(self.palette().color(QPalette.ColorRole.Mid), 1))
+        painter.drawRect(QRectF(0.5, 0.5, self.width() - 1, self.height() - 1))
+        if not self.samples:
+            return
+        now, top = time.monotonic(), max(max(v for _, v in self.samples), 1.0)
+        width, height = self.width() - 2, self.height() - 3
+        path = QPainterPath()
+        for i, (t, value) in enumerate(self.samples):
+            point = QPointF(1 + width * (1 - (now - t) / HISTORY_S), 1.5 + height * (1 - value / top))
+            path.moveTo(point) if i == 0 else path.lineTo(point)
+        painter.setPen(QPen(self.palette().color(QPalette.ColorRole.Highlight), 1.5))
+        painter.drawPath(path)
+
+
+class MemoryBar(QWidget):
+    """Model, KV cache and everything else, as parts of one bar."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.parts: list[tuple[int, QColor]] = []
+        self.total = 1
+        self.setFixedSize(80, 12)
+
+    def set_parts(self, parts: list[tuple[int, QColor]], total: int) -> None:
+        self.parts, self.total = parts, max(total, 1)
+        self.update()
+
+    def paintEvent(self, event: QPaintEvent) -> None:  # noqa: N802
+        painter = QPainter(self)
+        painter.fillRect(self.rect(), self.palette().color(QPalette.ColorRole.Base))
+        x = 0.0
+        for size, color in self.parts:
+            w = (self.width() - 2) * min(size / self.total, 1.0)
+            painter.fillRect(QRectF(1 + x, 1, w, self.height() - 2), color)
+            x += w
+        painter.setPen(self.palette().color(QPalette.ColorRole.Mid))
+        painter.drawRect(self.rect().adjusted(0, 0, -1, -1))
+
+
+class GaugeWidget(QFrame):
+    """Always visible in the status bar; click it for the details popup."""
+
+    def __init__(self, titles: Titles, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._titles = titles
+        self.model: ModelInfo | None = None
+        self.stats: EngineStats | None = None
+        self.memory: MemorySnapshot | None = None
+        self.device_label, self.memory_label = QLabel("no model"), QLabel()
+        self.speed_label, self.slots_label, self.model_label = QLabel(), QLabel(), QLabel()
+        self.memory_bar, self.sparkline = MemoryBar(self), Sparkline(self)
+        self.device_label.setObjectName("gaugeDevice")
+        self._popup: QLabel | None = None
+        self._scroll_timer = QTimer(self, interval=1000)  # the sparkline keeps moving after work stops
+        self._scroll_timer.timeout.connect(self._on_scroll_tick)
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(4, 0, 4, 0)
+        layout.setSpacing(8)
+        for widget in (self.device_label, self.memory_bar, self.memory_label, self.sparkline,
+                       self.speed_label, self.slots_label, self.model_label):  # fmt: skip
+            layout.addWidget(widget)
+        self.setCursor(Qt.CursorShape.PointingHandCursor)
+        self._refresh_labels()
+
+    # ------------------------------------------------------------ inputs
+
+    def set_model(self, info: ModelInfo | None) -> None:
+        self.model = info
+        self.stats = None
+        self._probe_memory()
+        self._refresh_labels()
+
+    def update_stats(self, stats: EngineStats) -> None:
+        self.stats = stats
+        now = time.monotonic()
+        self.sparkline.add(stats.tokens_per_second, now)
+        self._probe_memory()
+        self._refresh_labels()
+        if self.sparkline.has_recent_speed(now) and not self._scroll_timer.isActive():
+            self._scroll_timer.start()
+
+    @property
+    def device_name(self) -> str:
+        if self.model is None:
+            return "no model"
+        if self.model.gpu_offload and self.memory is not None and self.memory.kind == "VRAM":
+            return f"GPU {self.memory.device}"
+        return "CPU" if self.model.device.lower().startswith("cpu") else self.model.device
+
+    @property
+    def tokens_per_second(self) -> float:
+        return self.stats.tokens_per_second if self.stats else 0.0
+
+    # ------------------------------------------------------------ rendering
+
+    def _probe_memory(self) -> None:
+        if self.model is None:
+            self.memory = None
+            return
+        self.memory = snapshot(self.model.gpu_offload, gpu_index_of(self.model.device))
+
+    def _memory_parts(self) -> tuple[list[tuple[int, QColor]], int, str]:
+        memory, model = self.memory, self.model
+        if memory is None or model is None:
+            return [], 1, ""
+        weights = self.stats.model_bytes if self.stats else model.model_bytes
+        kv = self.stats.kv_cache_bytes if self.stats else model.kv_cache_bytes
+        if memory.kind == "VRAM":  # the whole card: what others use counts against us too
+            other = max(memory.used_bytes - weights - kv, 0)
+            text = f"VRAM {format_bytes(memory.used_bytes)} / {format_bytes(memory.total_bytes)}"
+            text += f" (model {format_bytes(weights)}, KV {format_bytes(kv)})"
+            return [(weights, MODEL_COLOR), (kv, KV_COLOR), (other, OTHER_COLOR)], memory.total_bytes, text
+        other = max(memory.process_bytes - weights - kv, 0)
+        text = f"RAM {format_bytes(memory.process_bytes)} (model {format_bytes(weights)}, KV {format_bytes(kv)})"
+        return [(weights, MODEL_COLOR), (kv, KV_COLOR), (other, OTHER_COLOR)], memory.process_bytes, text
+
+    def _refresh_labels(self) -> None:
+        for widget in (self.memory_bar, self.memory_label, self.sparkline, self.speed_label, self.slots_label):
+            widget.setVisible(self.model is not None)
+        parts, total, text = self._memory_parts()
+        self.memory_bar.set_parts(parts, total)
+        self.device_label.setText(self.device_name)
+        self.memory_label.setText(text)
+        self.speed_label.setText(f"{self.tokens_per_second:.1f} tok/s")
+        self.slots_label.setText(f"slots {self._slots_text()}")
+        self.model_label.setText(self._model_summary(name_chars=MODEL_NAME_CHARS))  # the popup has it all
+        details = self.details_html()
+        self.setToolTip(details)
+        if self._popup is not None and self._popup.isVisible():
+            self._popup.setText(details)
+
+    def _model_summary(self, name_chars: int = 200) -> str:
+        model = self.model
+        if model is None:
+            return ""
+        backend = {"llamacpp": "llama.cpp", "hf": "transformers"}.get(model.backend, model.backend)
+        name = model.name if len(model.name) <= name_chars else model.name[: name_chars - 1] + "…"
+        return f"{name} · {backend} · {model.quantization} · {model.attention}"
+
+    def details_html(self) -> str:
+        """Everything the gauge knows, for the tooltip and the popup."""
+        if self.model is None:
+            return "No model is loaded."
+        parts, _, text = self._memory_parts()
+        sizes = [format_bytes(size) for size, _ in parts] or ["?"] * 3
+        rows = [
+            ("Device", html.escape(self.model.device)),
+            ("Memory", f"{text.split(' (')[0]}: model {sizes[0]}, KV cache {sizes[1]}, other {sizes[2]}"),
+            ("Speed", f"{self.tokens_per_second:.1f} tok/s in total"),
+            *self._per_chat_rows(),
+            ("Slots", self.slots_label.text().removeprefix("slots ") + " busy"),
+            ("Model", html.escape(self._model_summary())),
+            ("Context", f"{self.model.context_length} tokens per chat"),
+        ]
+        rows += [("Note", html.escape(note)) for note in self.model.notes]
+        cells = "".join(f"<tr><td><b>{k}</b>&nbsp;&nbsp;</td><td>{v}</td></tr>" for k, v in rows)
+        return f"<table>{cells}</table>"
+
+    def _slots_text(self) -> str:
+        if self.stats is not None:
+            return f"{self.stats.slots_busy}/{self.stats.slots_total}"
+        return f"0/{self.model.slots if self.model else 0}"
+
+    def _per_chat_rows(self) -> list[tuple[str, str]]:
+        speeds = self.stats.chat_tokens_per_second if self.stats else ()
+        return [(f"&nbsp;&nbsp;{html.escape(self._titles(chat))}", f"{speed:.1f} tok/s") for chat, speed in speeds]
+
+    def _on_scroll_tick(self) -> None:
+        self.sparkline.update()
+        if not self.sparkline.has_recent_speed(time.monotonic()):
+            self._scroll_timer.stop()
+
+    def mousePressEvent(self, event: QMouseEvent) -> None:  # noqa: N802
+        self.show_details()
+
+    def show_details(self) -> None:
+        """A popup under the mouse with the full details, live while open."""
+        if self._popup is None:
+            self._popup = QLabel(self, Qt.WindowType.Popup)
+            self._popup.setMargin(10)
+            self._popup.setTextFormat(Qt.TextFormat.RichText)
+        self._popup.setText(self.details_html())
+        self._popup.adjustSize()
+        corner = self.mapToGlobal(self.rect().topRight())
+        self._popup.move(corner.x() - self._popup.width(), corner.y() - self._popup.height() - 4)
+        self._popup.show()

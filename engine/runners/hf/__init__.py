@@ -1,0 +1,1 @@
+"""The transformers (+ bitsandbytes) backend."""

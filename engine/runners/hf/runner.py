@@ -1,0 +1,298 @@
+"""The transformers (+ bitsandbytes) runner: one packed forward pass per step over all chats.
+
+Design (issue 5): our own batched decode over per-slot KV caches rather than
+transformers' ContinuousBatchingManager. The engine's scheduler already plans
+each step (prompt chunks beside decode tokens, cancel, stop strings, a cache
+per chat kept across turns); the manager brings its own scheduler, thread and
+request lifecycle, and forgets a request's cache when it finishes, so a chat's
+next turn would re-read its whole history. Here the step plan maps onto ONE
+`model(...)` call: all new tokens packed in a row, keys gathered per slot
+(engine/runners/hf/cache.py), logits only where a token is sampled, and the
+KV memory is exactly slots x context_length, allocated up front on a GPU.
+"""
+
+from __future__ import annotations
+
+import gc
+import inspect
+from dataclasses import replace
+from typing import Any, Callable, Sequence
+
+import torch
+
+from engine.chat_template import render_chat
+from engine.detokenizer import OffsetDetokenizer
+from engine.protocol import ChatMessage, ModelConfig, ModelInfo, SamplingParams
+from engine.runners.base import CacheFull, RunnerError, SlotWork
+from engine.runners.hf.cache import SlotCache, StepPlan, build_plan, uses_varlen
+from engine.runners.hf.load import Loaded, load
+from engine.runners.hf.quant import attention_label
+from engine.runners.hf.sampling import SlotSampler
+
+GREEDY = SamplingParams(temperature=0.0, repeat_penalty=1.0)
+
+
+class HfRunner:
+    def __init__(self, loaded: Loaded, config: ModelConfig) -> None:
+        self.model = loaded.model
+        self.tokenizer = loaded.tokenizer
+        self.device = loaded.device
+        self._attention = loaded.attention
+        self._varlen = uses_varlen(loaded.attention)  # packed cu_seqlens instead of a mask
+        text_config = self.model.config.get_text_config()
+        self.trained_context_length = int(getattr(text_config, "max_position_embeddings", 0) or 0)
+        notes = list(loaded.notes)
+        self.context_length = self._usable_context(config.context_length, text_config, notes)
+        self.slots = config.slots
+        self.batch_tokens = config.batch_tokens
+        self._cache = SlotCache(
+            text_config.num_hidden_layers, self.slots, self.context_length, preallocate=self.device.type == "cuda"
+        )
+        self._lengths = [0] * self.slots
+        self._history: list[list[int]] = [[] for _ in range(self.slots)]
+        self._samplers = [SlotSampler(GREEDY) for _ in range(self.slots)]
+        self._eog = _end_of_generation_ids(self.model, self.tokenizer)
+        parameters = inspect.signature(self.model.forward).parameters
+        self._cache_kwarg = "cache" if "cache" in parameters else "past_key_values"
+        self._keeps_logits = "logits_to_keep" in parameters
+        self._bos_wanted = tokenizer_adds_bos(self.tokenizer)
+        self._loaded = loaded
+        self.info = self._describe(config, loaded, notes)
+
+    # ------------------------------------------------------------ loading
+
+    @classmethod
+    def load(
+        cls, config: ModelConfig, progress: Callable[[float, str], None], cancelled: Callable[[], bool]
+    ) -> "HfRunner":
+        if config.threads:
+            torch.set_num_threads(config.threads)
+        loaded = load(config, progress, cancelled)
+        _check_supported(loaded)
+        runner = cls(loaded, config)
+        progress(0.97, "warming up")
+        try:
+            runner._warm_up()
+        except Exception:
+            runner.close()
+            raise
+        progress(1.0, "ready")
+        return runner
+
+    def _usable_context(self, requested: int, text_config: Any, notes: list[str]) -> int:
+        context = requested
+        if self.trained_context_length and context > self.trained_context_length:
+            context = self.trained_context_length
+            notes.append(f"context limited to the model's trained {context} tokens")
+        window = getattr(text_config, "sliding_window", None)
+        if isinstance(window, int) and 0 < window < context:
+            # Our masks are full causal; beyond the window they would differ from the model's.
+            context = window
+            notes.append(f"context limited to the model's sliding window of {window} tokens")
+        return max(16, context)
+
+    def _warm_up(self) -> None:
+        """One real step: allocates the cache and proves the model runs before a chat needs it."""
+        token = self.tokenize("Hi")[-1]
+        self.forward([SlotWork(slot=0, tokens=[token], start_pos=0, sample=True)])
+        self.clear_slot(0)
+        self.info = self._describe_update()
+
+    def _describe(self, config: ModelConfig, loaded: Loaded, notes: list[str]) -> ModelInfo:
+        device = str(self.device)
+        attention = attention_label(self._attention, self.device, loaded.dtype)
+        if attention == "SDPA (flash kernel)":
+            notes.append("steps serving several chats pass a mask, for which SDPA uses its memory-efficient kernel")
+        if self.device.type == "cuda":
+            device = f"{device} ({torch.cuda.get_device_name(self.device)})"
+        return ModelInfo(
+            name=loaded.source.name,
+            path=config.path,
+            backend="hf",
+            device=device,
+            quantization=loaded.quantization,
+            attention=attention,
+            context_length=self.context_length,
+            slots=self.slots,
+            model_bytes=int(self.model.get_memory_footprint()),
+            kv_cache_bytes=self.kv_cache_bytes(),
+            gpu_offload=self.device.type == "cuda",
+            trained_context_length=self.trained_context_length,
+            n_params=int(self.model.num_parameters()),
+            notes=tuple(notes),
+        )
+
+    def _describe_update(self) -> ModelInfo:
+        return replace(self.info, kv_cache_bytes=self.kv_cache_bytes())
+
+    # ------------------------------------------------------------ text
+
+    def render_chat(self, messages: Sequence[ChatMessage]) -> str:
+        return render_chat(
+            chat_template(self.tokenizer), messages, self.tokenizer.bos_token or "", self.tokenizer.eos_token or ""
+        )
+
+    def tokenize(self, text: str) -> list[int]:
+        return encode_prompt(self.tokenizer, text, self._bos_wanted)
+
+    def detokenizer(self) -> OffsetDetokenizer:
+        return OffsetDetokenizer(lambda ids: self.tokenizer.decode(list(ids), skip_special_tokens=True))
+
+    def is_end_of_generation(self, token: int) -> bool:
+        return token in self._eog
+
+    # ------------------------------------------------------------ slots
+
+    def begin_turn(self, slot: int, params: SamplingParams) -> None:
+        self._samplers[slot] = SlotSampler(params)
+
+    def remove_from(self, slot: int, position: int) -> bool:
+        position = max(0, position)
+        self._lengths[slot] = min(self._lengths[slot], position)
+        del self._history[slot][position:]
+        return True
+
+    def copy_prefix(self, source: int, target: int, length: int) -> bool:
+        """Each slot owns its tensors here; sharing a prefix is left to llama.cpp for now."""
+        return False
+
+    def clear_slot(self, slot: int) -> None:
+        self._lengths[slot] = 0
+        self._history[slot] = []
+
+    def kv_cache_bytes(self) -> int:
+        return self._cache.nbytes()
+
+    # ------------------------------------------------------------ the step
+
+    def forward(self, work: Sequence[SlotWork]) -> dict[int, int]:
+        if not work:
+            return {}
+        self._validate(work)
+        plan = build_plan(work, self.device, self._varlen)
+        self._cache.plan = plan
+        try:
+            with torch.inference_mode():
+                logits = self._run(plan)
+        except torch.cuda.OutOfMemoryError as error:
+            raise RunnerError(
+                f"the GPU ran out of memory in a step of {plan.query_length} tokens; "
+                "lower the batch tokens or the number of chats in Settings"
+            ) from error
+        except (RuntimeError, ValueError, IndexError) as error:
+            # Only the chats in this step fail; the engine and the other tabs go on.
+            raise RunnerError(f"the model failed in this step: {error}") from error
+        finally:
+            self._cache.plan = None
+        for item in work:
+            self._lengths[item.slot] = item.start_pos + len(item.tokens)
+            history = self._history[item.slot]
+            del history[item.start_pos :]
+            history.extend(item.tokens)
+        return {
+            slot: self._samplers[slot].sample(logits[row], self._history[slot])
+            for row, slot in enumerate(plan.sampled_slots)
+        }
+
+    def _validate(self, work: Sequence[SlotWork]) -> None:
+        if len({item.slot for item in work}) != len(work):
+            raise RunnerError("one step named the same slot twice")
+        for item in work:
+            if not 0 <= item.slot < self.slots or not item.tokens:
+                raise RunnerError(f"bad step item for slot {item.slot} ({len(item.tokens)} tokens)")
+            if item.start_pos > self._lengths[item.slot]:
+                raise RunnerError(
+                    f"slot {item.slot}: step starts at position {item.start_pos}, "
+                    f"but only {self._lengths[item.slot]} are cached"
+                )
+            if item.start_pos + len(item.tokens) > self.context_length:
+                raise CacheFull(f"the chat is longer than the context of {self.context_length} tokens")
+
+    def _run(self, plan: StepPlan) -> torch.Tensor:
+        mask = plan.mask
+        if mask is not None and self._attention == "eager":
+            # eager attention adds the mask to the scores
+            floor = torch.finfo(self._loaded.dtype).min
+            mask = torch.zeros(mask.shape, dtype=self._loaded.dtype, device=mask.device).masked_fill(~mask, floor)
+        kwargs: dict[str, Any] = {
+            self._cache_kwarg: self._cache,
+            "use_cache": True,
+            "position_ids": plan.position_ids,
+            "attention_mask": mask,
+            **plan.flash_kwargs,
+        }
+        if self._keeps_logits:
+            kwargs["logits_to_keep"] = plan.logits_index if plan.logits_index is not None else 1
+        logits = self.model(input_ids=plan.input_ids, **kwargs).logits[0]
+        if not self._keeps_logits and plan.logits_index is not None:
+            logits = logits[plan.logits_index]
+        return logits
+
+    # ------------------------------------------------------------ extras
+
+    def token_logprobs(self, tokens: Sequence[int]) -> list[float]:
+        """log p(token_i | tokens before it) for i >= 1: perplexity checks."""
+        ids = torch.tensor([list(tokens)], dtype=torch.long, device=self.device)
+        with torch.inference_mode():
+            logits = self.model(input_ids=ids, use_cache=False).logits[0, :-1].float()
+        picked = torch.log_softmax(logits, dim=-1).gather(1, ids[0, 1:, None])
+        return [float(x) for x in picked[:, 0].tolist()]
+
+    def close(self) -> None:
+        self.model = None
+        self._cache = SlotCache(0, self.slots, self.context_length, preallocate=False)
+        self._loaded.model = None
+        gc.collect()
+        if self.device.type == "cuda":
+            torch.cuda.empty_cache()
+
+
+def _check_supported(loaded: Loaded) -> None:
+    text_config = loaded.model.config.get_text_config()
+    layer_types = set(getattr(text_config, "layer_types", None) or ())
+    unsupported = layer_types - {"full_attention", "sliding_attention"}
+    if unsupported:
+        raise RunnerError(
+            f"{loaded.source.name}: layers of type {sorted(unsupported)} keep a recurrent state, which Hearth's "
+            "batched transformers runner does not handle yet. A GGUF of this model may run with llama.cpp."
+        )
+
+
+def _end_of_generation_ids(model: Any, tokenizer: Any) -> set[int]:
+    ids: set[int] = set()
+    sources = (getattr(model, "generation_config", None), model.config.get_text_config(), tokenizer)
+    for source in sources:
+        value = getattr(source, "eos_token_id", None)
+        if isinstance(value, int):
+            ids.add(value)
+        elif isinstance(value, (list, tuple)):
+            ids.update(int(v) for v in value)
+    return ids
+
+
+def encode_prompt(tokenizer: Any, text: str, bos_wanted: bool) -> list[int]:
+    """Token ids of a rendered prompt. Templates often write the BOS text
+    themselves; add BOS only when the tokenizer wants one and it is missing."""
+    ids = list(tokenizer.encode(text, add_special_tokens=False))
+    bos = tokenizer.bos_token_id
+    if bos_wanted and bos is not None and (not ids or ids[0] != bos):
+        ids.insert(0, bos)
+    return ids
+
+
+def tokenizer_adds_bos(tokenizer: Any) -> bool:
+    bos = tokenizer.bos_token_id
+    if bos is None:
+        return False
+    try:
+        probe = tokenizer.encode("a", add_special_tokens=True)
+    except Exception:
+        return False
+    return bool(probe) and probe[0] == bos
+
+
+def chat_template(tokenizer: Any) -> str | None:
+    template = tokenizer.chat_template
+    if isinstance(template, dict):  # named templates: the default one, else the first
+        template = template.get("default") or next(iter(template.values()), None)
+    return template

@@ -1,0 +1,1 @@
+"""The llama.cpp backend on llama-cpp-python's low-level API."""

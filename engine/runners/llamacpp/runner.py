@@ -1,0 +1,252 @@
+"""The llama.cpp runner: one context, one sequence per slot, one llama_decode per step.
+
+Built on llama-cpp-python's low-level bindings because its high-level `Llama`
+class decodes sequence 0 only. The KV cache is unified (`kv_unified`), so every
+slot draws cells from one pool of `context_length * slots` cells.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from pathlib import Path
+from typing import Any, Callable, Sequence, cast
+
+import llama_cpp
+
+from engine.chat_template import render_chat
+from engine.detokenizer import ByteDetokenizer
+from engine.protocol import ChatMessage, ModelConfig, ModelInfo, SamplingParams
+from engine.runners.base import CacheFull, LoadCancelled, RunnerError, SlotWork
+from engine.runners.llamacpp.info import build_info
+from engine.runners.llamacpp.load import check_config, check_file, create_context, llama_log, load_model
+
+Progress = Callable[[float, str], None]
+PENALTY_LAST_N = 64  # tokens the repeat penalty looks back over
+
+
+class LlamaCppRunner:
+    """Owns the model, the context, the batch and one sampler chain per slot."""
+
+    def __init__(self, model: int, context: int, info: ModelInfo, config: ModelConfig) -> None:
+        self._model: int | None = model
+        self._context: int | None = context
+        self.info = info
+        self.slots = config.slots
+        self.context_length = info.context_length
+        # llama.cpp caps n_batch at n_ctx; a larger batch would abort the process, not fail.
+        self.batch_tokens = int(llama_cpp.llama_n_batch(context))
+        self._vocab = llama_cpp.llama_model_get_vocab(model)
+        self._n_vocab = llama_cpp.llama_vocab_n_tokens(self._vocab)
+        self._memory = llama_cpp.llama_get_memory(context)
+        self._capacity = self.batch_tokens
+        self._batch: llama_cpp.llama_batch | None = llama_cpp.llama_batch_init(self._capacity, 0, 1)
+        self._samplers: dict[int, int] = {}
+        self._fresh: set[int] = set()  # slots whose sampler has not yet seen this turn's prompt
+        self._pieces: dict[int, bytes] = {}
+        self._template = _text(llama_cpp.llama_model_chat_template(model, None))
+        self._bos_text = self._token_text(llama_cpp.llama_vocab_bos(self._vocab))
+        self._eos_text = self._token_text(llama_cpp.llama_vocab_eos(self._vocab))
+        self._adds_bos = bool(llama_cpp.llama_vocab_get_add_bos(self._vocab))
+
+    @classmethod
+    def load(cls, config: ModelConfig, progress: Progress, cancelled: Callable[[], bool]) -> LlamaCppRunner:
+        path = check_file(config.path)
+        check_config(config)
+        mark = llama_log().mark()
+        progress(0.0, "Loading weights")
+        model = load_model(path, config, progress, cancelled)
+        try:
+            return cls._with_context(model, path, config, cancelled, mark)
+        except BaseException:
+            llama_cpp.llama_model_free(model)
+            raise
+
+    @classmethod
+    def _with_context(
+        cls, model: int, path: Path, config: ModelConfig, cancelled: Callable[[], bool], mark: int
+    ) -> LlamaCppRunner:
+        if cancelled():
+            raise LoadCancelled(f"Loading {path.name} was cancelled.")
+        trained = int(llama_cpp.llama_model_n_ctx_train(model))
+        context_length = min(config.context_length, trained) if trained > 0 else config.context_length
+        context = create_context(model, path, config, context_length)
+        try:
+            cells = int(llama_cpp.llama_n_ctx(context))
+            info = build_info(model, path, config, context_length, cells, llama_log().since(mark))
+            return cls(model, context, info, config)
+        except BaseException:
+            llama_cpp.llama_free(context)
+            raise
+
+    # ------------------------------------------------------------ text
+
+    def render_chat(self, messages: Sequence[ChatMessage]) -> str:
+        return render_chat(self._template, messages, self._bos_text, self._eos_text)
+
+    def tokenize(self, text: str) -> list[int]:
+        data = text.encode("utf-8")
+        # A template that writes the BOS text itself must not get a second BOS.
+        add_special = not (self._adds_bos and self._bos_text and text.startswith(self._bos_text))
+        size = len(data) + 8
+        tokens = (llama_cpp.llama_token * size)()
+        count = llama_cpp.llama_tokenize(self._vocab, data, len(data), tokens, size, add_special, True)
+        if count < 0:
+            size = -count
+            tokens = (llama_cpp.llama_token * size)()
+            count = llama_cpp.llama_tokenize(self._vocab, data, len(data), tokens, size, add_special, True)
+        if count < 0:
+            raise RunnerError(f"The text could not be tokenized ({len(data)} bytes).")
+        return list(tokens[:count])
+
+    def detokenizer(self) -> ByteDetokenizer:
+        return ByteDetokenizer(self._piece)
+
+    def _piece(self, token: int) -> bytes:
+        piece = self._pieces.get(token)
+        if piece is None:
+            piece = self._pieces[token] = self._token_to_piece(token)
+        return piece
+
+    def _token_to_piece(self, token: int) -> bytes:
+        buffer = ctypes.create_string_buffer(64)
+        # special=False: control tokens (<|im_end|> ...) render as nothing.
+        length = llama_cpp.llama_token_to_piece(self._vocab, token, buffer, len(buffer), 0, False)
+        if length < 0:
+            buffer = ctypes.create_string_buffer(-length)
+            length = llama_cpp.llama_token_to_piece(self._vocab, token, buffer, len(buffer), 0, False)
+        return buffer.raw[: max(length, 0)]
+
+    def _token_text(self, token: int) -> str:
+        if token < 0:
+            return ""
+        return _text(llama_cpp.llama_vocab_get_text(self._vocab, token))
+
+    def is_end_of_generation(self, token: int) -> bool:
+        return bool(llama_cpp.llama_vocab_is_eog(self._vocab, token))
+
+    # ------------------------------------------------------------ sampling
+
+    def begin_turn(self, slot: int, params: SamplingParams) -> None:
+        self._free_sampler(slot)
+        chain = llama_cpp.llama_sampler_chain_init(llama_cpp.llama_sampler_chain_default_params())
+        for sampler in self._chain_parts(params):
+            llama_cpp.llama_sampler_chain_add(chain, sampler)  # the chain owns it from here
+        self._samplers[slot] = chain
+        self._fresh.add(slot)
+
+    def _chain_parts(self, params: SamplingParams) -> list[int]:
+        if params.greedy:
+            return [llama_cpp.llama_sampler_init_greedy()]
+        parts = []
+        if params.repeat_penalty != 1.0:
+            parts.append(
+                llama_cpp.llama_sampler_init_penalties(self._n_vocab, PENALTY_LAST_N, params.repeat_penalty, 0.0, 0.0)
+            )
+        seed = llama_cpp.LLAMA_DEFAULT_SEED if params.seed is None else params.seed & 0xFFFFFFFF
+        parts += [
+            llama_cpp.llama_sampler_init_top_k(params.top_k),
+            llama_cpp.llama_sampler_init_top_p(params.top_p, 1),
+            llama_cpp.llama_sampler_init_min_p(params.min_p, 1),
+            llama_cpp.llama_sampler_init_temp(params.temperature),
+            llama_cpp.llama_sampler_init_dist(seed),  # LLAMA_DEFAULT_SEED: llama.cpp picks one
+        ]
+        return parts
+
+    def _free_sampler(self, slot: int) -> None:
+        chain = self._samplers.pop(slot, None)
+        if chain:
+            llama_cpp.llama_sampler_free(chain)
+        self._fresh.discard(slot)
+
+    # ------------------------------------------------------------ the cache
+
+    def remove_from(self, slot: int, position: int) -> bool:
+        return bool(llama_cpp.llama_memory_seq_rm(self._memory, slot, position, -1))
+
+    def clear_slot(self, slot: int) -> None:
+        llama_cpp.llama_memory_seq_rm(self._memory, slot, -1, -1)
+
+    def copy_prefix(self, source: int, target: int, length: int) -> bool:
+        """Give `target` the first `length` positions of `source`: the unified cache shares the
+        cells between both sequences, so a prompt prefix computed once serves every slot."""
+        llama_cpp.llama_memory_seq_rm(self._memory, target, -1, -1)
+        llama_cpp.llama_memory_seq_cp(self._memory, source, target, 0, length)
+        return True
+
+    def kv_cache_bytes(self) -> int:
+        return self.info.kv_cache_bytes
+
+    # ------------------------------------------------------------ the step
+
+    def forward(self, work: Sequence[SlotWork]) -> dict[int, int]:
+        if self._context is None or self._batch is None:
+            raise RunnerError("The model was closed.")
+        outputs = self._fill_batch(work)
+        result = llama_cpp.llama_decode(self._context, self._batch)
+        if result == 1:
+            raise CacheFull(
+                f"The KV cache ({self.context_length * self.slots:,} positions shared by {self.slots} chats) "
+                "has no room for this step."
+            )
+        if result != 0:
+            raise RunnerError(f"llama.cpp failed to decode a batch of {self._batch.n_tokens} tokens (error {result}).")
+        sampled: dict[int, int] = {}
+        for slot, index in outputs:
+            sampled[slot] = int(llama_cpp.llama_sampler_sample(self._samplers[slot], self._context, index))
+            self._fresh.discard(slot)
+        return sampled
+
+    def _fill_batch(self, work: Sequence[SlotWork]) -> list[tuple[int, int]]:
+        """Every slot's tokens into the one batch; (slot, batch index) where logits are wanted."""
+        assert self._batch is not None
+        total = sum(len(w.tokens) for w in work)
+        if total > self._capacity:
+            raise RunnerError(f"A step of {total} tokens is larger than the batch of {self._capacity}.")
+        batch = self._batch
+        # Plain locals: faster in this hot loop, and the stubs mistype pos and seq_id.
+        token_of, pos_of, count_of = cast(Any, batch.token), cast(Any, batch.pos), cast(Any, batch.n_seq_id)
+        seq_of, wants_logits = cast(Any, batch.seq_id), cast(Any, batch.logits)
+        outputs: list[tuple[int, int]] = []
+        index = 0
+        for item in work:
+            if item.sample and item.slot not in self._samplers:
+                raise RunnerError(f"Slot {item.slot} has no sampler: begin_turn was not called.")
+            self._accept_prompt(item)
+            for offset, token in enumerate(item.tokens):
+                token_of[index] = token
+                pos_of[index] = item.start_pos + offset
+                count_of[index] = 1
+                seq_of[index][0] = item.slot
+                wants_logits[index] = 0
+                index += 1
+            if item.sample and item.tokens:
+                wants_logits[index - 1] = 1
+                outputs.append((item.slot, index - 1))
+        batch.n_tokens = index
+        return outputs
+
+    def _accept_prompt(self, item: SlotWork) -> None:
+        # The repeat penalty should know the prompt's last tokens, as llama.cpp's own server does.
+        chain = self._samplers.get(item.slot)
+        if chain and item.slot in self._fresh:
+            for token in item.tokens[-PENALTY_LAST_N:]:
+                llama_cpp.llama_sampler_accept(chain, token)
+
+    # ------------------------------------------------------------ the end
+
+    def close(self) -> None:
+        for slot in list(self._samplers):
+            self._free_sampler(slot)
+        if self._batch is not None:
+            llama_cpp.llama_batch_free(self._batch)
+            self._batch = None
+        if self._context is not None:
+            llama_cpp.llama_free(self._context)
+            self._context = None
+        if self._model is not None:
+            llama_cpp.llama_model_free(self._model)
+            self._model = None
+
+
+def _text(value: bytes | None) -> str:
+    return value.decode("utf-8", errors="replace") if value else ""
