@@ -3,8 +3,9 @@
 GUI -> engine: methods that put a command on the engine's queue and return at
 once. Engine -> GUI: the engine calls `_engine_event.emit` on its own thread;
 Qt's automatic connection queues that to the GUI thread, where the event is
-re-dispatched to a typed signal. The rest of app/ imports engine types only
-through this module, so the boundary stays in one place.
+re-dispatched to a typed signal. No other module of app/ reaches the engine's
+insides (loop, scheduler, slots, runners; tests/test_boundary.py checks it);
+they import the Qt-free engine.protocol and engine.catalog directly.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ from typing import Any, Callable, Sequence
 
 from PySide6.QtCore import QObject, Signal, Slot
 
-from engine.catalog.default_model import DEFAULT_MODEL_NAME, default_model_path
 from engine.loop import EngineLoop
 from engine.protocol import (
     Cancel,
@@ -44,7 +44,6 @@ log = logging.getLogger(__name__)
 guard_emit_refcount_bug()  # before the first token is streamed (see app/misc/qt_compat.py)
 
 __all__ = [
-    "DEFAULT_MODEL_NAME",
     "ChatMessage",
     "EngineBridge",
     "EngineStats",
@@ -54,15 +53,7 @@ __all__ = [
     "TurnFinished",
     "TurnStarted",
     "TurnStats",
-    "default_model_config",
-    "default_model_path",
 ]
-
-
-def default_model_config() -> ModelConfig | None:
-    """ModelConfig defaults for the bundled model, or None when it is not installed."""
-    path = default_model_path()
-    return None if path is None else ModelConfig(path=str(path))
 
 
 class EngineBridge(QObject):

@@ -78,7 +78,7 @@ def _run_window(args: argparse.Namespace, qt_args: list[str]) -> int:
     apply_theme(app, args.theme)  # type: ignore[arg-type]
     model_path = args.model
     if args.self_test and not model_path:  # the self-test checks the bundled model, not the user's choice
-        from app.bridge import default_model_path
+        from engine.catalog.default_model import default_model_path
 
         model_path = str(default_model_path() or "")
     window = MainWindow(model_path=model_path or None)

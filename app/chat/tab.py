@@ -17,7 +17,7 @@ from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QKeyEvent, QShowEvent
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, QVBoxLayout, QWidget
 
-from app.bridge import ChatMessage, EngineBridge, SamplingParams, TurnFinished, TurnStarted
+from app.bridge import ChatMessage, EngineBridge, SamplingParams, TurnFinished
 from app.chat.message_actions import MessageActions
 from app.chat.message_list import MessageCard, MessageList
 
@@ -45,7 +45,6 @@ class ChatTab(MessageActions, QWidget):
     answering_changed = Signal(bool)
     title_changed = Signal(str)
     conversation_changed = Signal(str)  # chat_id: a message was added or removed (history hook)
-    answer_streamed = Signal(str, str)  # chat_id, answer so far (at most once per flush tick)
     # chat_id, index in `messages`: the history does the storing and may show another branch.
     message_edited = Signal(str, int, str)  # ... and the new text; the edited message is `messages[index]` now
     messages_deleted = Signal(str, int)  # messages[index:] were removed
@@ -60,13 +59,11 @@ class ChatTab(MessageActions, QWidget):
         self.title_from_user = False
         self.messages: list[ChatMessage] = []
         self.answering = False
-        self.live_tokens_per_second = 0.0
         self._bridge, self._defaults = bridge, defaults
         self._pending: list[str] = []
         self._answer_text = ""
         self._answer_card: MessageCard | None = None
         self._dirty = False
-        self._turn_started: TurnStarted | None = None
         self._error_shown = False
         self._model_ready = False
         self.editing_index: int | None = None  # the message Send will replace, while editing
@@ -192,9 +189,6 @@ class ChatTab(MessageActions, QWidget):
 
     # ------------------------------------------------------------ engine events
 
-    def on_turn_started(self, event: TurnStarted) -> None:
-        self._turn_started = event
-
     def on_token(self, text: str) -> None:
         self._pending.append(text)
 
@@ -218,7 +212,6 @@ class ChatTab(MessageActions, QWidget):
         self.show_error(message)
 
     def on_stats(self, tokens_per_second: float) -> None:
-        self.live_tokens_per_second = tokens_per_second
         if self.answering and self._answer_card is not None:
             self._answer_card.set_footer(f"answering · {tokens_per_second:.1f} tok/s")
 
@@ -233,7 +226,6 @@ class ChatTab(MessageActions, QWidget):
         self._pending.clear()
         self._answer_text = ""
         self._error_shown = False
-        self._turn_started = None
         self._hide_old_footers()
         self._answer_card = self.view.add_card("assistant", "…")
         self.view.scroll_to_bottom()
@@ -245,7 +237,6 @@ class ChatTab(MessageActions, QWidget):
             self._answer_text += "".join(self._pending)
             self._pending.clear()
             self._dirty = True
-            self.answer_streamed.emit(self.chat_id, self._answer_text)
         if self._dirty and self.isVisible() and self._answer_card is not None:
             self._answer_card.set_text(self._answer_text)
             self._dirty = False
@@ -260,7 +251,6 @@ class ChatTab(MessageActions, QWidget):
             self._flush_timer.start()
         else:
             self._flush_timer.stop()
-            self.live_tokens_per_second = 0.0
         self._update_buttons()
         self.answering_changed.emit(answering)
 

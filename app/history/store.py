@@ -164,13 +164,6 @@ class HistoryStore:
             db.execute("UPDATE chats SET title = ?, title_auto = ? WHERE id = ?",
                        (title.strip() or DEFAULT_TITLE, int(not title.strip()), chat_id))
 
-    def update_chat_settings(self, chat_id: str, model: str | None = None, settings: dict[str, Any] | None = None) -> None:
-        with self._write("save the chat settings") as db:
-            if model is not None:
-                db.execute("UPDATE chats SET model = ? WHERE id = ?", (model, chat_id))
-            if settings is not None:
-                db.execute("UPDATE chats SET settings = ? WHERE id = ?", (dump_json(settings), chat_id))
-
     def delete_chat(self, chat_id: str) -> None:
         """Hide the chat; `restore_chat` undoes this until `purge_deleted` runs."""
         with self._write("delete the chat") as db:
@@ -249,11 +242,6 @@ class HistoryStore:
                 raise HistoryError(f"The message {message_id} is not in the history (was it deleted?).", "missing")
             db.execute("UPDATE chats SET updated = ? WHERE id = (SELECT chat_id FROM messages WHERE id = ?)",
                        (time.time(), message_id))
-
-    def resume_streaming(self, message_id: str) -> None:
-        """An interrupted answer is being continued: stream into it again."""
-        with self._write("continue the answer") as db:
-            db.execute("UPDATE messages SET state = 'streaming' WHERE id = ?", (message_id,))
 
     def mark_interrupted_on_startup(self) -> int:
         """Answers left 'streaming' by a crash or kill become 'interrupted'; returns how many."""

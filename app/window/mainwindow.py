@@ -34,7 +34,6 @@ from app.bridge import (
     SamplingParams,
     TurnFinished,
     TurnStats,
-    default_model_path,
 )
 from app.chat.tab import ChatTab
 from app.status.gauge import GaugeWidget
@@ -43,6 +42,7 @@ from app.window.menus import build_menus
 from app.settings.store import Settings, engine_inputs
 from app.window.tabwidget import ChatTabWidget
 from app.window.welcome import welcome_text
+from engine.catalog.default_model import default_model_path
 
 _NO_STATS = TurnStats(0, 0, 0, 0.0, 0.0, 0.0)
 NO_DEFAULT_MODEL = (
@@ -69,7 +69,6 @@ class MainWindow(QMainWindow):
         self.config_in_effect: ModelConfig | None = None  # the one actually answering
         self._settings_dialog = None
         _, self.default_sampling, self.system_prompt = self._engine_inputs()
-        self.history = None  # the chat storage attaches here (see chat_opened / chat_closed)
         self._tabs_by_chat: dict[str, ChatTab] = {}
         self._chat_count = 0
         self._started = False
@@ -85,7 +84,6 @@ class MainWindow(QMainWindow):
         from app.history.sync import HistoryUI  # after the bridge: the tabs hear engine events first
 
         self.history_ui = HistoryUI(self)  # saves every chat; restores the open tabs when it has read them
-        self.history = self.history_ui.client
         build_menus(self)
         self.new_chat()
 
@@ -123,7 +121,6 @@ class MainWindow(QMainWindow):
     def _connect_bridge(self) -> None:
         bridge, route = self.bridge, self._route
         bridge.token_received.connect(lambda chat_id, text: route(chat_id, ChatTab.on_token, text))
-        bridge.turn_started.connect(lambda event: route(event.chat_id, ChatTab.on_turn_started, event))
         bridge.turn_finished.connect(lambda event: route(event.chat_id, ChatTab.on_turn_finished, event))
         bridge.chat_error.connect(lambda chat_id, message: route(chat_id, ChatTab.on_chat_error, message))
         bridge.stats_updated.connect(self._on_stats)

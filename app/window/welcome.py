@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from app.bridge import ModelInfo, default_model_path
+from engine.catalog.default_model import DEFAULT_MODEL_NAME, default_model_path
+from engine.protocol import ModelInfo
 
 
 def welcome_text(info: ModelInfo) -> str:
@@ -12,7 +13,7 @@ def welcome_text(info: ModelInfo) -> str:
     is_default = default is not None and Path(info.path).resolve() == Path(default).resolve()
     where = "on the GPU" if info.gpu_offload else "on the CPU"
     if is_default:
-        model = (f"The bundled SmolLM2-135M-Instruct is loaded ({info.quantization}, {where}): "
+        model = (f"The bundled {DEFAULT_MODEL_NAME} is loaded ({info.quantization}, {where}): "
                  "small and fast, good for trying things out, not for hard questions.")
     else:
         model = f"{Path(info.path).name} is loaded ({info.backend}, {info.quantization}, {where})."
