@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from app.chat.tab import ChatTab
 from app.history.records import ChatSnapshot
-from app.history.worker import HistoryClient
+from app.history.client import HistoryClient
 
 if TYPE_CHECKING:
     from app.history.sync import HistoryUI

@@ -25,7 +25,8 @@ from app.bridge import ChatMessage, TurnFinished
 from app.chat.tab import ChatTab
 from app.history.branches import BranchKeeper
 from app.history.records import ChatSnapshot, StoredMessage
-from app.history.worker import HistoryClient, StartupReport
+from app.history.client import HistoryClient
+from app.history.worker import StartupReport
 
 if TYPE_CHECKING:
     from app.window.mainwindow import MainWindow
@@ -165,7 +166,7 @@ class HistoryUI(QObject):
         info = self.window.bridge.model_info
         settings = dataclasses.asdict(self.window.default_sampling)
         title = tab.title if tab.title_from_user else ""
-        self.client.call("create_chat", title, info.name if info else "", settings, tab.chat_id)
+        self.client.create_chat(title, info.name if info else "", settings, tab.chat_id)
         self.save_tabs()
 
     def _on_title_changed(self, tab: ChatTab, title: str) -> None:
@@ -217,10 +218,8 @@ class HistoryUI(QObject):
         answer = self._answers.pop(event.chat_id, None)
         if answer is None:
             return
-        streamed = self.client.buffer.text(answer) if answer in self.client.buffer else ""
-        if not (event.text or streamed):  # the tab shows no answer: keep none either
-            self.client.buffer.end(answer)
-            self.client.delete_message(answer)
+        if not (event.text or self.client.streamed_text(answer)):  # the tab shows no answer: keep none either
+            self.client.discard_answer(answer)
         else:
             self.client.finish_turn(answer, event)
             ids, tab = self._ids.get(event.chat_id), self.tab(event.chat_id)

@@ -9,13 +9,15 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import pytest
 from PySide6.QtCore import QThread
 
 from app.history.store import HistoryStore
-from app.history.worker import HistoryClient, StartupReport, StreamBuffer
+from app.history.client import HistoryClient
+from app.history.stream_buffer import StreamBuffer
+from app.history.worker import StartupReport
 from engine.protocol import TurnFinished, TurnStats
 
 REPO = Path(__file__).resolve().parents[2]
@@ -41,10 +43,10 @@ def started(qtbot, db_path: Path):
     assert client.close()
 
 
-def _result(qtbot, client: HistoryClient, name: str, *args: Any) -> Any:
-    """Run one store call on the worker and wait for its answer (also a barrier: requests run in order)."""
+def _result(qtbot, read: Callable[..., None], *args: Any, **kwargs: Any) -> Any:
+    """Run one of the client's reads on the worker and wait for its answer (also a barrier: requests run in order)."""
     box: list[Any] = []
-    client.call(name, *args, on_done=box.append, on_error=lambda message: box.append(AssertionError(message)))
+    read(*args, on_done=box.append, on_error=lambda message: box.append(AssertionError(message)), **kwargs)
     qtbot.waitUntil(lambda: bool(box), timeout=10_000)
     if isinstance(box[0], AssertionError):
         raise box[0]
@@ -81,7 +83,7 @@ def test_startup_restores_tabs_and_reports_interrupted_answers(qtbot, db_path: P
         assert [(m.text, m.state) for m in report.tabs[0].path()] == [
             ("Tell me a story", "complete"), ("Once upon a", "interrupted")]
         assert client._worker.thread() is client._thread and client._thread is not QThread.currentThread()
-        listed = _result(qtbot, client, "list_chats", True)  # deleted ones included
+        listed = _result(qtbot, client.list_chats, include_deleted=True)  # deleted ones included
         assert sorted(chat.title for chat in listed) == ["first", "second"]  # not "never used", not "deleted"
     finally:
         assert client.close()
@@ -89,7 +91,7 @@ def test_startup_restores_tabs_and_reports_interrupted_answers(qtbot, db_path: P
 
 def test_streaming_text_is_coalesced_then_finished(qtbot, started, db_path: Path) -> None:
     client, _ = started
-    chat_id = client.create_chat(model="SmolLM2", settings={"temperature": 0.0})
+    chat_id = client.create_chat("Counting", "SmolLM2", {"temperature": 0.0})  # HistoryStore.create_chat's order
     question = client.add_message(chat_id, "user", "Count")
     answer = client.start_answer(chat_id, question)
     for i in range(500):
@@ -97,7 +99,8 @@ def test_streaming_text_is_coalesced_then_finished(qtbot, started, db_path: Path
     client.flush_streaming()
     client.flush_streaming()  # nothing new: no second write
     assert client.streaming_writes == 1
-    _result(qtbot, client, "chat", chat_id)
+    chat = _result(qtbot, client.chat, chat_id)
+    assert (chat.title, chat.model, chat.settings, chat.title_auto) == ("Counting", "SmolLM2", {"temperature": 0.0}, False)
     saved = _stored(db_path, answer)
     assert (saved.text, saved.state) == ("".join(f"{i} " for i in range(500)), "streaming")
 
@@ -105,7 +108,7 @@ def test_streaming_text_is_coalesced_then_finished(qtbot, started, db_path: Path
     stats = TurnStats(prompt_tokens=9, reused_tokens=0, generated_tokens=501, time_to_first_token_s=0.1,
                       decode_tokens_per_second=100.0, total_s=5.1)
     client.finish_turn(answer, TurnFinished(chat_id, "stop", stats, text=""))
-    _result(qtbot, client, "chat", chat_id)
+    _result(qtbot, client.chat, chat_id)
     saved = _stored(db_path, answer)
     assert saved.text == "".join(f"{i} " for i in range(500)) + "done" and saved.state == "complete"
     assert (saved.prompt_tokens, saved.generated_tokens, saved.finish_reason) == (9, 501, "stop")
@@ -119,7 +122,7 @@ def test_the_timer_writes_streaming_text_by_itself(qtbot, db_path: Path) -> None
         answer = client.start_answer(chat_id, None)
         client.append_streaming_text(answer, "written without a flush call")
         qtbot.waitUntil(lambda: client.streaming_writes == 1, timeout=10_000)
-        _result(qtbot, client, "chat", chat_id)
+        _result(qtbot, client.chat, chat_id)
         assert _stored(db_path, answer).text == "written without a flush call"
     finally:
         assert client.close()
@@ -136,7 +139,7 @@ def test_two_chats_streaming_at_once_lose_nothing(qtbot, started, db_path: Path)
     client.finish_answer(answers[0])
     client.append_streaming_text(answers[1], "tail")
     client.finish_answer(answers[1], state="interrupted", finish_reason="closed")
-    _result(qtbot, client, "list_chats")
+    _result(qtbot, client.list_chats)
     assert client.streaming_writes == 2 * len(range(0, 400, 37))
     left, right = (_stored(db_path, answer) for answer in answers)
     assert (left.text, left.state) == ("".join(f"left{i} " for i in range(400)), "complete")
@@ -155,11 +158,11 @@ def test_edit_regenerate_and_switch_branches(qtbot, started) -> None:
     edited = client.edit_message(question, "Pick a letter")
     letter = client.start_answer(chat_id, edited)
     client.finish_answer(letter, "Q")
-    snapshot = _result(qtbot, client, "load_chat", chat_id)
+    snapshot = _result(qtbot, client.load_chat, chat_id)
     assert [m.text for m in snapshot.path()] == ["Pick a letter", "Q"]
     assert snapshot.position(edited) == (2, 2)
     client.select_message(first)
-    snapshot = _result(qtbot, client, "load_chat", chat_id)
+    snapshot = _result(qtbot, client.load_chat, chat_id)
     assert [m.text for m in snapshot.path()] == ["Pick a number", "Seven"] and snapshot.position(first) == (1, 2)
 
 
@@ -168,9 +171,9 @@ def test_search_export_and_a_bad_import_through_the_worker(qtbot, started, tmp_p
     chat_id = client.create_chat()
     client.add_message(chat_id, "user", "The quick brown fox")
     client.set_open_tabs([])  # closed
-    hits = _result(qtbot, client, "search", "brown")
+    hits = _result(qtbot, client.search, "brown")
     assert [(h.chat_id, h.snippet_html, h.chat_is_open) for h in hits] == [(chat_id, "The quick <b>brown</b> fox", False)]
-    exported = json.loads(_result(qtbot, client, "export_json", chat_id))
+    exported = json.loads(_result(qtbot, client.export_json, chat_id))
     assert exported["messages"] == [{"role": "user", "content": "The quick brown fox"}]
 
     bad = tmp_path / "broken.json"
@@ -179,7 +182,7 @@ def test_search_export_and_a_bad_import_through_the_worker(qtbot, started, tmp_p
     client.import_file(str(bad), on_done=errors.append, on_error=errors.append)
     qtbot.waitUntil(lambda: bool(errors), timeout=10_000)
     assert errors[0].startswith(str(bad)) and 'no text "content"' in errors[0]
-    assert [c.id for c in _result(qtbot, client, "list_chats")] == [chat_id]
+    assert [c.id for c in _result(qtbot, client.list_chats)] == [chat_id]
 
 
 def test_an_unwritable_folder_is_reported_once_and_nothing_hangs(qtbot, tmp_path: Path) -> None:
@@ -196,7 +199,7 @@ def test_an_unwritable_folder_is_reported_once_and_nothing_hangs(qtbot, tmp_path
         client.add_message(chat_id, "user", "kept in memory by the window")
         qtbot.waitUntil(lambda: bool(errors), timeout=10_000)
         _result_error = []
-        client.call("list_chats", on_error=_result_error.append)
+        client.list_chats(on_done=_result_error.append, on_error=_result_error.append)
         qtbot.waitUntil(lambda: bool(_result_error), timeout=10_000)
         assert errors == [unavailable.args[0]]  # two failed saves, one message
     finally:
@@ -216,13 +219,14 @@ def test_a_damaged_database_is_reported_at_startup(qtbot, db_path: Path) -> None
 
 def test_stream_buffer_joins_chunks_and_tracks_changes() -> None:
     buffer = StreamBuffer()
-    buffer.begin("a", "Once")
+    buffer.begin("a")
+    buffer.append("a", "Once")
     buffer.append("a", " upon")
     buffer.append("b", "x")
     assert buffer.take_dirty() == [("a", "Once upon"), ("b", "x")] and buffer.take_dirty() == []
-    buffer.replace("b", "y")
-    assert buffer.take_dirty() == [("b", "y")]
-    assert buffer.end("a") == "Once upon" and "a" not in buffer
+    buffer.append("b", "y")
+    assert buffer.take_dirty() == [("b", "xy")]
+    assert buffer.end("a") == "Once upon" and "a" not in buffer and buffer.text("a") == ""
 
 
 def test_worker_emits_never_use_up_the_count_of_true() -> None:
@@ -240,7 +244,7 @@ def test_worker_emits_never_use_up_the_count_of_true() -> None:
 _KILLED_APP = """
 import sys
 from PySide6.QtCore import QCoreApplication, QTimer
-from app.history.worker import HistoryClient
+from app.history.client import HistoryClient
 
 app = QCoreApplication([])
 client = HistoryClient(sys.argv[1], flush_interval_ms=100)
@@ -255,7 +259,7 @@ def opened(report):
         client.append_streaming_text(answer, f"w{state['i']} ")
         state["i"] += 1
     def report_saved():
-        client.call("message", answer, on_done=lambda m: print("SAVED", len(m.text), flush=True))
+        client.message(answer, on_done=lambda m: print("SAVED", len(m.text), flush=True))
     for interval, slot in ((2, token), (150, report_saved)):
         timer = QTimer(app)
         timer.timeout.connect(slot)

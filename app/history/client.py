@@ -1,0 +1,257 @@
+"""HistoryClient: the GUI thread's typed handle on the chat history; no method blocks but `close`.
+
+Each method queues one HistoryStore call to the history thread (app/history/worker.py)
+and returns at once. Requests run in the order they were made, so "add a message,
+then stream into it" needs no waiting. Ids are made here (`create_chat`,
+`add_message`, ... return them at once), so a tab can refer to a message the disk
+has not seen yet. A method that reads takes `on_done` (and optionally `on_error`);
+both run on the GUI thread. A failed write without `on_error` is reported once by
+`error_occurred` until a later call succeeds.
+
+Streaming: `start_answer` (or `regenerate`) gives the answer's id;
+`append_streaming_text` only buffers, and a timer writes each answer that grew
+once a second; `finish_turn` writes the final text and numbers.
+On startup connect `opened(StartupReport)` and `unavailable(message)`, then `start()`;
+on quit `close()` writes what is buffered and joins the thread.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Concatenate, ParamSpec, TypeVar
+
+from PySide6.QtCore import QCoreApplication, QObject, QThread, QTimer, Signal, Slot
+
+from app.history.records import Chat, ChatSnapshot, SearchHit, StoredMessage
+from app.history.store import HistoryStore, new_id
+from app.history.stream_buffer import StreamBuffer
+from app.history.worker import HistoryWorker, Request, StartupReport
+from engine.protocol import TurnFinished
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+P = ParamSpec("P")
+Failed = Callable[[str], None]
+StoreMethod = Callable[Concatenate[HistoryStore, P], T]
+# Answers that ended without finishing stay visibly cut short.
+_INTERRUPTED_REASONS = frozenset({"error", "closed"})
+
+
+class HistoryClient(QObject):
+    """The GUI thread's handle on the history: every method returns at once."""
+
+    opened = Signal(object)  # StartupReport
+    unavailable = Signal(str)  # the history could not be opened; nothing is saved
+    error_occurred = Signal(str)  # a save failed; said once until something succeeds again
+
+    _requested = Signal(object)  # a Request, to the worker, queued across threads
+
+    def __init__(self, path: str | Path | None = None, flush_interval_ms: int = 1000, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self._thread = QThread()
+        self._thread.setObjectName("hearth-history")
+        self._worker = HistoryWorker(path)
+        self._worker.moveToThread(self._thread)
+        self._requested.connect(self._worker.run_request)
+        self._worker.succeeded.connect(self._on_succeeded)
+        self._worker.failed.connect(self._on_failed)
+        self._callbacks: dict[int, tuple[Callable[[Any], None] | None, Failed | None]] = {}
+        self._next_request = 0
+        self._last_error = ""
+        self._closed = False
+        self._buffer = StreamBuffer()
+        self.streaming_writes = 0  # how many coalesced streaming writes were sent
+        self._flush_timer = QTimer(self)
+        self._flush_timer.setInterval(flush_interval_ms)
+        self._flush_timer.timeout.connect(self.flush_streaming)
+
+    # ------------------------------------------------------------ life
+
+    def start(self) -> None:
+        self._thread.start()
+        application = QCoreApplication.instance()
+        if application is not None:  # a safety net: a running QThread must not outlive the app
+            application.aboutToQuit.connect(self.close)
+        self._queue("open", HistoryWorker.open, self.opened.emit, self.unavailable.emit)
+        self._flush_timer.start()
+
+    def close(self, timeout_ms: int = 10000) -> bool:
+        """Write what is buffered, close the database and join the thread; False if it hung."""
+        if self._closed:
+            return True
+        self._flush_timer.stop()
+        self.flush_streaming()
+        self._queue("close", HistoryWorker.close)
+        self._closed = True
+        if not self._thread.isRunning():
+            return True
+        finished = self._thread.wait(timeout_ms)
+        if not finished:
+            log.warning("the history thread did not finish within %d ms", timeout_ms)
+        return finished
+
+    # ------------------------------------------------------------ requests
+
+    def _queue(self, name: str, run: Callable[[HistoryWorker], T],
+               on_done: Callable[[T], None] | None = None, on_error: Failed | None = None) -> None:
+        if self._closed:
+            log.warning("history call %s after close was dropped", name)
+            return
+        self._next_request += 1
+        self._callbacks[self._next_request] = (on_done, on_error)
+        self._requested.emit(Request(self._next_request, name, run))
+
+    def _write(self, method: StoreMethod[P, object], *args: P.args, **kwargs: P.kwargs) -> None:
+        """A store call whose result nobody needs; a failure goes to `error_occurred`."""
+        self._queue(method.__name__, lambda worker: method(worker.store, *args, **kwargs))
+
+    def _read(self, on_done: Callable[[T], None], on_error: Failed | None,
+              method: StoreMethod[P, T], *args: P.args, **kwargs: P.kwargs) -> None:
+        self._queue(method.__name__, lambda worker: method(worker.store, *args, **kwargs), on_done, on_error)
+
+    @Slot(int, object)
+    def _on_succeeded(self, request_id: int, result: object) -> None:
+        self._last_error = ""
+        on_done, _ = self._callbacks.pop(request_id, (None, None))
+        if on_done is not None:
+            on_done(result)
+
+    @Slot(int, str)
+    def _on_failed(self, request_id: int, message: str) -> None:
+        _, on_error = self._callbacks.pop(request_id, (None, None))
+        if on_error is not None:
+            on_error(message)
+        elif message != self._last_error:
+            self._last_error = message
+            self.error_occurred.emit(message)
+
+    # ------------------------------------------------------------ chats and tabs
+
+    def create_chat(self, title: str = "", model: str = "", settings: dict[str, Any] | None = None,
+                    chat_id: str | None = None) -> str:
+        """The same arguments, in the same order, as HistoryStore.create_chat; returns the chat's id."""
+        chat_id = chat_id or new_id()
+        self._write(HistoryStore.create_chat, title, model, settings, chat_id)
+        return chat_id
+
+    def rename_chat(self, chat_id: str, title: str) -> None:
+        self._write(HistoryStore.rename_chat, chat_id, title)
+
+    def delete_chat(self, chat_id: str) -> None:
+        """Hidden at once, purged at the next start."""
+        self._write(HistoryStore.delete_chat, chat_id)
+
+    def set_open_tabs(self, chat_ids: list[str], current: str | None = None) -> None:
+        self._write(HistoryStore.set_open_tabs, chat_ids, current)
+
+    def open_tab(self, chat_id: str) -> None:
+        self._write(HistoryStore.open_tab, chat_id)
+
+    def set_scroll_position(self, chat_id: str, position: float) -> None:
+        self._write(HistoryStore.set_scroll_position, chat_id, position)
+
+    # ------------------------------------------------------------ messages and branches
+
+    def add_message(self, chat_id: str, role: str, text: str, parent_id: str | None = None) -> str:
+        message_id = new_id()
+        self._write(HistoryStore.add_message, chat_id, role, text, parent_id, "complete", message_id)
+        return message_id
+
+    def edit_message(self, message_id: str, text: str) -> str:
+        """A new alternative of the message; the old one stays reachable."""
+        new_message_id = new_id()
+        self._write(HistoryStore.edit_message, message_id, text, new_message_id)
+        return new_message_id
+
+    def select_message(self, message_id: str) -> None:
+        """Make the branch through this message the active one."""
+        self._write(HistoryStore.select_message, message_id)
+
+    def delete_message(self, message_id: str) -> None:
+        """The message and everything below it."""
+        self._write(HistoryStore.delete_message, message_id)
+
+    # ------------------------------------------------------------ streaming answers
+
+    def start_answer(self, chat_id: str, parent_id: str | None) -> str:
+        """An empty assistant message in state "streaming" under `parent_id`; returns its id."""
+        message_id = new_id()
+        self._write(HistoryStore.add_message, chat_id, "assistant", "", parent_id, "streaming", message_id)
+        self._buffer.begin(message_id)
+        return message_id
+
+    def regenerate(self, message_id: str) -> str:
+        """A new empty alternative of an answer, streaming; returns its id."""
+        new_message_id = new_id()
+        self._write(HistoryStore.regenerate, message_id, new_message_id)
+        self._buffer.begin(new_message_id)
+        return new_message_id
+
+    def append_streaming_text(self, message_id: str, chunk: str) -> None:
+        self._buffer.append(message_id, chunk)
+
+    def streamed_text(self, message_id: str) -> str:
+        """What has streamed into an answer so far ("" once it is finished)."""
+        return self._buffer.text(message_id) if message_id in self._buffer else ""
+
+    @Slot()
+    def flush_streaming(self) -> None:
+        """Write each answer that grew since the last flush (the timer calls this once a second)."""
+        for message_id, text in self._buffer.take_dirty():
+            self.streaming_writes += 1
+            self._write(HistoryStore.update_streaming_text, message_id, text)
+
+    def finish_answer(self, message_id: str, text: str | None = None, state: str = "complete", *,
+                      prompt_tokens: int | None = None, generated_tokens: int | None = None,
+                      timings: dict[str, Any] | None = None, finish_reason: str | None = None) -> None:
+        """The last write of an answer; text None: what was streamed."""
+        streamed = self._buffer.end(message_id) if message_id in self._buffer else None
+        self._write(HistoryStore.finish_message, message_id, streamed if text is None else text, state,
+                    prompt_tokens, generated_tokens, timings, finish_reason)
+
+    def finish_turn(self, message_id: str, finished: TurnFinished) -> None:
+        """finish_answer from the engine's TurnFinished (reason, text, stats)."""
+        stats = dataclasses.asdict(finished.stats)
+        prompt_tokens, generated_tokens = stats.pop("prompt_tokens", None), stats.pop("generated_tokens", None)
+        state = "interrupted" if finished.reason in _INTERRUPTED_REASONS else "complete"
+        text = finished.text or None  # an error may come with no text: keep what streamed
+        self.finish_answer(message_id, text, state, prompt_tokens=prompt_tokens, generated_tokens=generated_tokens,
+                           timings=stats, finish_reason=finished.reason)
+
+    def discard_answer(self, message_id: str) -> None:
+        """An answer that never got any text: neither buffered nor stored."""
+        self._buffer.end(message_id)
+        self.delete_message(message_id)
+
+    # ------------------------------------------------------------ reads: on_done(result) on the GUI thread
+
+    def chat(self, chat_id: str, on_done: Callable[[Chat], None], on_error: Failed | None = None) -> None:
+        self._read(on_done, on_error, HistoryStore.chat, chat_id)
+
+    def load_chat(self, chat_id: str, on_done: Callable[[ChatSnapshot], None], on_error: Failed | None = None) -> None:
+        self._read(on_done, on_error, HistoryStore.load_chat, chat_id)
+
+    def message(self, message_id: str, on_done: Callable[[StoredMessage], None], on_error: Failed | None = None) -> None:
+        self._read(on_done, on_error, HistoryStore.message, message_id)
+
+    def list_chats(self, on_done: Callable[[list[Chat]], None], on_error: Failed | None = None,
+                   include_deleted: bool = False) -> None:
+        """Every chat, the most recently used first."""
+        self._read(on_done, on_error, HistoryStore.list_chats, include_deleted)
+
+    def search(self, query: str, on_done: Callable[[list[SearchHit]], None], on_error: Failed | None = None) -> None:
+        self._read(on_done, on_error, HistoryStore.search, query)
+
+    def export_markdown(self, chat_id: str, on_done: Callable[[str], None], on_error: Failed | None = None) -> None:
+        self._read(on_done, on_error, HistoryStore.export_markdown, chat_id)
+
+    def export_json(self, chat_id: str, on_done: Callable[[str], None], on_error: Failed | None = None) -> None:
+        self._read(on_done, on_error, HistoryStore.export_json, chat_id)
+
+    def import_file(self, path: str | Path, on_done: Callable[[Chat], None], on_error: Failed | None = None) -> None:
+        """A new chat from an exported JSON file, checked completely before anything is written."""
+        self._read(on_done, on_error, HistoryStore.import_file, path)
