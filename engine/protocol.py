@@ -75,6 +75,7 @@ class ModelInfo:
     gpu_offload: bool  # weights actually on a GPU
     trained_context_length: int = 0
     n_params: int = 0
+    has_chat_template: bool = True
     notes: tuple[str, ...] = ()  # warnings a user should see, e.g. layers left on the CPU
 
 
