@@ -1,63 +1,92 @@
-"""What a tab does with one message's buttons: Edit (then send as a new branch), Delete, "< 1/2 >".
+"""What one message's buttons do: Edit (then send as a new branch), Delete, "< 1/2 >".
 
-A mixin of ChatTab (app/chat/tab.py), kept apart so the tab stays about sending
-and streaming. The tab owns the signals and the state it uses here
-(`messages`, `view`, `input`, `editing_index`, `answering`, the buttons).
+A tab owns one MessageActions and hands it what it works on: the conversation
+(read through the small `Conversation` interface), the message list, the input
+and the two buttons that change while editing. The actions turn a card's button
+into an index into the tab's messages and say what happened by signals; the tab
+keeps its own buttons and tells the history.
 """
 
 from __future__ import annotations
 
-from PySide6.QtCore import SignalInstance
+from typing import Protocol
+
+from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QPlainTextEdit, QPushButton
 
 from app.bridge import ChatMessage
 from app.chat.message_list import MessageCard, MessageList
 
+EDIT_TIP = "Send the edited message as a new branch; the old one stays under < 1/2 >"
 
-class MessageActions:
-    """Edit, delete and branch steps on the tab's message cards."""
 
-    # What ChatTab provides (declared for the type checker).
-    chat_id: str
-    messages: list[ChatMessage]
-    answering: bool
-    editing_index: int | None
-    view: MessageList
-    input: QPlainTextEdit
-    send_button: QPushButton
-    cancel_edit_button: QPushButton
-    messages_deleted: SignalInstance
-    branch_step_requested: SignalInstance
+class Conversation(Protocol):
+    """The part of a tab the actions read: its messages (changed in place) and whether it is answering."""
 
-    def _update_buttons(self) -> None:
-        raise NotImplementedError
+    @property
+    def messages(self) -> list[ChatMessage]: ...
+
+    @property
+    def answering(self) -> bool: ...
+
+
+class MessageActions(QObject):
+    """Edit, delete and branch steps on one tab's message cards."""
+
+    deleted = Signal(int)  # messages[index:] were removed
+    branch_step_requested = Signal(int, int)  # index in messages, -1/+1: the previous/next alternative
+
+    def __init__(self, conversation: Conversation, view: MessageList, input: QPlainTextEdit,
+                 send_button: QPushButton, cancel_edit_button: QPushButton, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self._conversation, self._view, self._input = conversation, view, input
+        self._send_button, self._cancel_edit_button = send_button, cancel_edit_button
+        self.editing_index: int | None = None  # the message Send will replace, while editing
+        view.edit_requested.connect(self._on_edit_requested)
+        view.delete_requested.connect(self._on_delete_requested)
+        view.branch_step_requested.connect(self._on_branch_step_requested)
+        cancel_edit_button.clicked.connect(self.cancel_edit)
+        cancel_edit_button.hide()
 
     def begin_edit(self, index: int) -> None:
         """Put a user message in the input; the next Send replaces it (and the answers below) as a new branch."""
-        if self.answering or not 0 <= index < len(self.messages) or self.messages[index].role != "user":
+        messages = self._conversation.messages
+        if self._conversation.answering or not 0 <= index < len(messages) or messages[index].role != "user":
             return
         self.editing_index = index
-        self.input.setPlainText(self.messages[index].content)
-        self.input.setFocus()
+        self._input.setPlainText(messages[index].content)
+        self._input.setFocus()
         self._show_editing(True)
 
     def cancel_edit(self) -> None:
         self.editing_index = None
-        self.input.clear()
+        self._input.clear()
         self._show_editing(False)
+
+    def take_edit(self) -> int | None:
+        """The index Send replaces (None: not editing); the edit is over either way."""
+        index, self.editing_index = self.editing_index, None
+        self._show_editing(False)
+        return index
 
     def delete_message(self, index: int) -> None:
         """Remove a message and everything below it in this branch."""
-        if self.answering or not 0 <= index < len(self.messages):
+        if self._conversation.answering or not 0 <= index < len(self._conversation.messages):
             return
         if self.editing_index is not None and self.editing_index >= index:
             self.cancel_edit()
-        self._truncate(index)
-        self._update_buttons()
-        self.messages_deleted.emit(self.chat_id, index)
+        self.truncate(index)
+        self.deleted.emit(index)
+
+    def truncate(self, index: int) -> None:
+        """Drop messages[index:] and their cards (error notes below them too)."""
+        del self._conversation.messages[index:]
+        cards = self._view.message_cards()
+        if index < len(cards):
+            self._view.remove_from(cards[index])
 
     def _message_index(self, card: MessageCard) -> int:
-        cards = self.view.message_cards()
+        cards = self._view.message_cards()
         return cards.index(card) if card in cards else -1
 
     def _on_edit_requested(self, card: MessageCard) -> None:
@@ -68,19 +97,10 @@ class MessageActions:
 
     def _on_branch_step_requested(self, card: MessageCard, step: int) -> None:
         index = self._message_index(card)
-        if not self.answering and 0 <= index < len(self.messages):
-            self.branch_step_requested.emit(self.chat_id, index, step)
-
-    def _truncate(self, index: int) -> None:
-        """Drop messages[index:] and their cards (error notes below them too)."""
-        del self.messages[index:]
-        cards = self.view.message_cards()
-        if index < len(cards):
-            self.view.remove_from(cards[index])
+        if not self._conversation.answering and 0 <= index < len(self._conversation.messages):
+            self.branch_step_requested.emit(index, step)
 
     def _show_editing(self, editing: bool) -> None:
-        self.cancel_edit_button.setVisible(editing)
-        self.send_button.setText("Send edit" if editing else "Send")
-        self.send_button.setToolTip("Send the edited message as a new branch; the old one stays under < 1/2 >"
-                                    if editing else "")
-
+        self._cancel_edit_button.setVisible(editing)
+        self._send_button.setText("Send edit" if editing else "Send")
+        self._send_button.setToolTip(EDIT_TIP if editing else "")

@@ -39,7 +39,7 @@ class ChatInput(QPlainTextEdit):
         super().keyPressEvent(event)
 
 
-class ChatTab(MessageActions, QWidget):
+class ChatTab(QWidget):
     """A conversation with the model; several tabs answer at the same time."""
 
     answering_changed = Signal(bool)
@@ -66,7 +66,6 @@ class ChatTab(MessageActions, QWidget):
         self._dirty = False
         self._error_shown = False
         self._model_ready = False
-        self.editing_index: int | None = None  # the message Send will replace, while editing
         self._flush_timer = QTimer(self, interval=FLUSH_INTERVAL_MS)
         self._flush_timer.timeout.connect(self._flush)
         self._build()
@@ -74,9 +73,6 @@ class ChatTab(MessageActions, QWidget):
 
     def _build(self) -> None:
         self.view = MessageList(self)
-        self.view.edit_requested.connect(self._on_edit_requested)
-        self.view.delete_requested.connect(self._on_delete_requested)
-        self.view.branch_step_requested.connect(self._on_branch_step_requested)
         self.input = ChatInput(self)
         self.input.setObjectName("chatInput")  # styled in resources/style.qss
         self.input.setPlaceholderText("Message the model — Enter sends, Shift+Enter for a new line")
@@ -94,8 +90,10 @@ class ChatTab(MessageActions, QWidget):
         self.regenerate_button = QPushButton("Regenerate")
         self.regenerate_button.clicked.connect(self.regenerate)
         self.cancel_edit_button = QPushButton("Cancel edit")
-        self.cancel_edit_button.clicked.connect(self.cancel_edit)
-        self.cancel_edit_button.hide()
+        self.message_actions = MessageActions(self, self.view, self.input, self.send_button, self.cancel_edit_button, self)
+        self.message_actions.deleted.connect(self._on_messages_deleted)
+        self.message_actions.branch_step_requested.connect(
+            lambda index, step: self.branch_step_requested.emit(self.chat_id, index, step))
         buttons = QHBoxLayout()
         buttons.addWidget(self.reason, 10)
         buttons.addStretch(1)  # buttons keep their size when there is no reason to show
@@ -132,10 +130,9 @@ class ChatTab(MessageActions, QWidget):
         if not text or self.answering or not self._model_ready:
             return
         self.input.clear()
-        edited, self.editing_index = self.editing_index, None
-        self._show_editing(False)
+        edited = self.message_actions.take_edit()
         if edited is not None:
-            self._truncate(edited)
+            self.message_actions.truncate(edited)
         self.messages.append(ChatMessage("user", text))
         self.view.add_card("user", text)
         self.view.scroll_to_bottom()
@@ -166,8 +163,8 @@ class ChatTab(MessageActions, QWidget):
 
     def set_conversation(self, messages: Sequence[ChatMessage]) -> None:
         """Show a stored conversation (the history reopening a chat or switching a branch); not while answering."""
-        if self.editing_index is not None:
-            self.cancel_edit()
+        if self.message_actions.editing_index is not None:
+            self.message_actions.cancel_edit()
         self.messages = [m for m in messages if m.role != "system"]
         self.view.clear()
         for message in self.messages:
@@ -217,6 +214,10 @@ class ChatTab(MessageActions, QWidget):
 
     def show_error(self, message: str) -> None:
         self.view.add_card("error", message)
+
+    def _on_messages_deleted(self, index: int) -> None:
+        self._update_buttons()
+        self.messages_deleted.emit(self.chat_id, index)
 
     # ------------------------------------------------------------ internals
 

@@ -57,12 +57,12 @@ def test_edit_a_question_sends_a_new_branch_and_the_old_one_stays_reachable(qtbo
     tab = window.current_tab()
     old_answer = send_and_wait(qtbot, tab, "Name a fruit.")
     click(qtbot, tab.view.message_cards()[0].edit_button)
-    assert tab.input.toPlainText() == "Name a fruit." and tab.editing_index == 0
+    assert tab.input.toPlainText() == "Name a fruit." and tab.message_actions.editing_index == 0
     assert tab.send_button.text() == "Send edit" and tab.cancel_edit_button.isVisible()
     new_answer = send_and_wait(qtbot, tab, "Name a colour.")
     qtbot.waitUntil(lambda: bars(tab) == ["< 2/2 >", ""], timeout=LONG)
     assert conversation(tab) == [("user", "Name a colour."), ("assistant", new_answer)]
-    assert tab.editing_index is None and tab.send_button.text() == "Send"
+    assert tab.message_actions.editing_index is None and tab.send_button.text() == "Send"
     click(qtbot, tab.view.message_cards()[0].branch_bar.previous_button)
     qtbot.waitUntil(lambda: bars(tab) == ["< 1/2 >", ""], timeout=LONG)
     assert conversation(tab) == [("user", "Name a fruit."), ("assistant", old_answer)]
@@ -85,9 +85,9 @@ def test_cancel_edit_leaves_the_conversation_alone(qtbot, make_window) -> None:
     wait_restored(qtbot, window)
     tab = window.current_tab()
     answer = send_and_wait(qtbot, tab, "Hello.")
-    tab.begin_edit(0)
+    tab.message_actions.begin_edit(0)
     click(qtbot, tab.cancel_edit_button)
-    assert tab.editing_index is None and tab.input.toPlainText() == "" and tab.send_button.text() == "Send"
+    assert tab.message_actions.editing_index is None and tab.input.toPlainText() == "" and tab.send_button.text() == "Send"
     assert conversation(tab) == [("user", "Hello."), ("assistant", answer)]
 
 
