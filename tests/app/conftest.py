@@ -85,3 +85,31 @@ def make_window(qtbot, default_model: str) -> Iterator[Callable[..., object]]:  
     yield make
     for window in windows:
         window.close()  # joins the engine thread
+
+
+@pytest.fixture
+def scripted_window(qtbot) -> Iterator[Callable[..., object]]:  # type: ignore[no-untyped-def]
+    """A real MainWindow (real tabs, history, gauge) on a ScriptedBridge: fast, for what a model adds nothing to.
+
+    `info`: the model the scripted engine reports loaded once the window is shown (None: it stays loading).
+    """
+    from app.window.mainwindow import MainWindow
+    from tests.app.scripted_bridge import ScriptedBridge, model_info
+
+    windows: list[MainWindow] = []
+
+    def make(info: object = "default", show: bool = True) -> MainWindow:
+        bridge = ScriptedBridge()
+        window = MainWindow(bridge, model_path="/models/test.gguf")  # type: ignore[arg-type]
+        qtbot.addWidget(window)
+        windows.append(window)
+        if show:
+            window.show()
+            qtbot.waitUntil(lambda: bridge.model_config is not None)  # the window asked for its model
+            if info is not None:
+                bridge.finish_loading(model_info() if info == "default" else info)  # type: ignore[arg-type]
+        return window
+
+    yield make
+    for window in windows:
+        window.close()

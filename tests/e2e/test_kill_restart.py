@@ -65,5 +65,5 @@ def test_a_killed_answer_comes_back_interrupted_after_restart(tmp_path: Path, de
     question, answer = tab["messages"]
     assert question["text"] == PROMPT and question["state"] == "complete"
     assert answer["state"] == "interrupted" and answer["text"].startswith(partial) and answer["text"].strip()
-    assert "interrupted" in tab["notes"][-1]  # Regenerate is tested in tests/app/test_history_ui.py
+    assert "interrupted" in tab["notes"][-1]  # Regenerate is tested in tests/app/history/test_sync.py
     assert tab["title"].startswith("Write a very long story")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.app.test_window import type_and_send
+from tests.app.helpers import type_and_send
 
 
 def test_an_empty_chat_welcomes_and_the_welcome_gives_way_to_the_chat(qtbot, make_window) -> None:

@@ -20,7 +20,7 @@ from app.history.stream_buffer import StreamBuffer
 from app.history.worker import StartupReport
 from engine.protocol import TurnFinished, TurnStats
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture

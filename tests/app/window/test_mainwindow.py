@@ -10,23 +10,7 @@ from PySide6.QtGui import QGuiApplication
 from app.chat.tab import ChatTab
 from app.window.mainwindow import MainWindow
 from engine.protocol import ChatError
-
-
-def type_and_send(qtbot, tab: ChatTab, text: str) -> None:  # type: ignore[no-untyped-def]
-    qtbot.keyClicks(tab.input, text)
-    qtbot.keyClick(tab.input, Qt.Key.Key_Return)
-
-
-def long_answers(window: MainWindow) -> None:
-    """Answers that run until stopped, so a test can act while they stream."""
-    from dataclasses import replace
-
-    window.default_sampling = replace(window.default_sampling, max_new_tokens=400, ignore_eos=True)
-
-
-def answer_text(tab: ChatTab) -> str:
-    cards = [card for card in tab.view.cards() if card.role == "assistant"]
-    return cards[-1].browser.toPlainText() if cards else ""
+from tests.app.helpers import answer_text, long_answers, type_and_send
 
 
 def test_input_is_disabled_with_a_reason_until_the_model_is_loaded(qtbot, make_window) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from tests.app.test_window import answer_text, type_and_send
+from tests.app.helpers import answer_text, type_and_send
 
 
 def test_a_failed_load_keeps_the_old_model_and_the_dialog_says_why(qtbot, make_window, tmp_path) -> None:

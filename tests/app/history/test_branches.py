@@ -7,9 +7,7 @@ from PySide6.QtCore import Qt
 from app.bridge import SamplingParams
 from app.history.store import HistoryStore
 from app.history.database import default_database_path
-from tests.app.test_history_ui import conversation, send_and_wait, wait_restored
-
-LONG = 60_000
+from tests.app.helpers import LONG, conversation, send_and_wait, wait_restored
 
 
 def click(qtbot, button) -> None:  # type: ignore[no-untyped-def]

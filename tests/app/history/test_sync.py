@@ -9,23 +9,7 @@ from app.history.store import HistoryStore
 from app.history.database import default_database_path
 from app.history.dialog import ChatListDialog
 from app.history.sync import INTERRUPTED_NOTE
-
-LONG = 60_000
-
-
-def send_and_wait(qtbot, tab, text: str) -> str:  # type: ignore[no-untyped-def]
-    tab.input.setPlainText(text)
-    tab.send()
-    qtbot.waitUntil(lambda: not tab.answering and tab.messages and tab.messages[-1].role == "assistant", timeout=LONG)
-    return tab.messages[-1].content
-
-
-def wait_restored(qtbot, window) -> None:  # type: ignore[no-untyped-def]
-    qtbot.waitUntil(lambda: window.history_ui.ready, timeout=LONG)
-
-
-def conversation(tab) -> list[tuple[str, str]]:  # type: ignore[no-untyped-def]
-    return [(m.role, m.content) for m in tab.messages]
+from tests.app.helpers import LONG, conversation, send_and_wait, wait_restored
 
 
 def test_two_tabs_streaming_at_once_are_saved_and_restored_in_order(qtbot, make_window) -> None:
