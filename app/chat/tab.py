@@ -20,9 +20,9 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, 
 from app.bridge import ChatMessage, EngineBridge, SamplingParams, TurnFinished
 from app.chat.message_actions import MessageActions
 from app.chat.message_list import MessageCard, MessageList
+from app.chat.title import title_from_text, title_from_user
 
 FLUSH_INTERVAL_MS = 30
-TITLE_CHARS = 28
 Defaults = Callable[[], tuple[SamplingParams, str]]  # sampling, system prompt
 
 
@@ -137,7 +137,7 @@ class ChatTab(QWidget):
         self.view.add_card("user", text)
         self.view.scroll_to_bottom()
         if not self.title_from_user and len(self.messages) == 1:
-            self._set_title(text)
+            self._set_title(title_from_text(text))  # the store titles the chat by the same rule
         if edited is not None:
             self.message_edited.emit(self.chat_id, edited, text)
         else:
@@ -174,7 +174,7 @@ class ChatTab(QWidget):
 
     def rename(self, title: str) -> None:
         self.title_from_user = True
-        self._set_title(title)
+        self._set_title(title_from_user(title))
 
     def set_model_ready(self, ready: bool, reason: str = "") -> None:
         """Inputs work only with a model; otherwise say why, visibly."""
@@ -271,9 +271,8 @@ class ChatTab(QWidget):
         for card in self.view.cards():
             card.set_footer("")
 
-    def _set_title(self, text: str) -> None:
-        line = " ".join(text.split())
-        self.title = line if len(line) <= TITLE_CHARS else line[: TITLE_CHARS - 1] + "…"
+    def _set_title(self, title: str) -> None:
+        self.title = title
         self.title_changed.emit(self.title)
 
     def _stats_line(self, event: TurnFinished) -> str:

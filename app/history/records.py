@@ -10,7 +10,6 @@ active child; a missing or stale pointer falls back to the newest alternative.
 from __future__ import annotations
 
 import html
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -19,8 +18,6 @@ Role = Literal["system", "user", "assistant"]
 MessageState = Literal["complete", "streaming", "interrupted"]
 ROLES: tuple[str, ...] = ("system", "user", "assistant")
 STATES: tuple[str, ...] = ("complete", "streaming", "interrupted")
-DEFAULT_TITLE = "New chat"
-TITLE_LENGTH = 48
 
 # Around each match in SearchHit.snippet; cannot occur in typed text.
 MATCH_START = "\x02"
@@ -145,15 +142,3 @@ def siblings(messages: Sequence[StoredMessage], message_id: str) -> list[StoredM
     if target is None:
         return []
     return [m for m in messages if m.parent_id == target.parent_id]
-
-
-def title_from_text(text: str, limit: int = TITLE_LENGTH) -> str:
-    """A chat title from its first user message: the first line, cut at a word."""
-    line = next((part for part in text.splitlines() if part.strip()), "")
-    line = re.sub(r"\s+", " ", line).strip().strip("#>*-` ").strip()
-    if not line:
-        return DEFAULT_TITLE
-    if len(line) <= limit:
-        return line
-    cut = line[:limit].rsplit(" ", 1)[0] if " " in line[:limit] else line[:limit]
-    return cut.rstrip(" ,.;:") + "…"

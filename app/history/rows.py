@@ -9,7 +9,8 @@ from collections.abc import Callable
 from typing import Any
 
 from app.history.import_export import ImportedChat
-from app.history.records import Chat, HistoryError, StoredMessage, title_from_text
+from app.chat.title import title_from_text
+from app.history.records import Chat, HistoryError, StoredMessage
 
 CHAT_COLUMNS = (
     "id, title, created, updated, model, settings, is_open, tab_order, scroll_position, "

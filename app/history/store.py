@@ -21,8 +21,8 @@ from typing import Any
 
 from app.history import import_export as history_io
 from app.history.database import default_database_path, human_error, open_database
+from app.chat.title import DEFAULT_TITLE, title_from_text, title_from_user
 from app.history.records import (
-    DEFAULT_TITLE,
     MATCH_END,
     MATCH_START,
     ROLES,
@@ -32,7 +32,6 @@ from app.history.records import (
     HistoryError,
     SearchHit,
     StoredMessage,
-    title_from_text,
 )
 from app.history.rows import (
     CHAT_COLUMNS,
@@ -100,14 +99,14 @@ class HistoryStore:
 
     def create_chat(self, title: str = "", model: str = "", settings: dict[str, Any] | None = None,
                     chat_id: str | None = None, open_tab: bool = True) -> Chat:
-        chat_id, now = chat_id or new_id(), time.time()
+        chat_id, now, title = chat_id or new_id(), time.time(), title_from_user(title)
         with self._write("create the chat") as db:
             order = self._next_tab_order(db) if open_tab else None
             db.execute(
                 "INSERT INTO chats (id, title, created, updated, model, settings, is_open, tab_order, title_auto)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (chat_id, title.strip() or DEFAULT_TITLE, now, now, model, dump_json(settings or {}),
-                 int(open_tab), order, int(not title.strip())),
+                (chat_id, title or DEFAULT_TITLE, now, now, model, dump_json(settings or {}),
+                 int(open_tab), order, int(not title)),
             )
         return self.chat(chat_id)
 
@@ -160,9 +159,10 @@ class HistoryStore:
             db.execute("UPDATE chats SET scroll_position = ? WHERE id = ?", (float(position), chat_id))
 
     def rename_chat(self, chat_id: str, title: str) -> None:
+        title = title_from_user(title)
         with self._write("rename the chat") as db:
             db.execute("UPDATE chats SET title = ?, title_auto = ? WHERE id = ?",
-                       (title.strip() or DEFAULT_TITLE, int(not title.strip()), chat_id))
+                       (title or DEFAULT_TITLE, int(not title), chat_id))
 
     def delete_chat(self, chat_id: str) -> None:
         """Hide the chat; `restore_chat` undoes this until `purge_deleted` runs."""

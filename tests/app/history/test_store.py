@@ -15,7 +15,8 @@ import pytest
 
 from app.history.store import HistoryStore
 from app.history.database import DATA_DIR_ENV, default_database_path
-from app.history.records import MATCH_END, MATCH_START, HistoryError, HistoryImportError, title_from_text
+from app.chat.title import title_from_text
+from app.history.records import MATCH_END, MATCH_START, HistoryError, HistoryImportError
 from app.history.schema import MIGRATIONS, SCHEMA_VERSION
 
 
