@@ -1,7 +1,7 @@
 """Branches, edits, deletes and scroll positions of the tabs, kept in the chat history.
 
-HistoryUI (app/history/sync.py) makes one BranchKeeper and tells it about each
-tab. It keeps the latest ChatSnapshot of every open chat so "< 1/2 >" can be
+HistoryUI (app/history/sync.py) makes one BranchKeeper, hands itself over as
+the `SyncedTabs` below, and tells it about each tab. It keeps the latest ChatSnapshot of every open chat so "< 1/2 >" can be
 drawn and switched without a trip to the disk; after anything that changes a
 chat's tree (an edit, a regenerated answer, a delete) the chat is read again.
 Switching is: select the alternative in the store, read the chat, show its
@@ -15,20 +15,33 @@ and when the window closes.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from app.chat.tab import ChatTab
-from app.history.records import ChatSnapshot
 from app.history.client import HistoryClient
+from app.history.records import ChatSnapshot
 
-if TYPE_CHECKING:
-    from app.history.sync import HistoryUI
+
+class SyncedTabs(Protocol):
+    """What BranchKeeper needs from the part that keeps tabs and store in step (HistoryUI)."""
+
+    @property
+    def client(self) -> HistoryClient: ...
+
+    def tab(self, chat_id: str) -> ChatTab | None: ...
+
+    def ids(self, chat_id: str) -> list[str]:
+        """The stored ids of the messages the chat's tab shows, changed in place."""
+
+    def render(self, tab: ChatTab, snapshot: ChatSnapshot) -> None: ...
+
+    def show_problem(self, message: str) -> None: ...
 
 
 class BranchKeeper:
     """The "< 1/2 >" state of each open chat and the store calls behind edit, delete and switch."""
 
-    def __init__(self, ui: HistoryUI) -> None:
+    def __init__(self, ui: SyncedTabs) -> None:
         self.ui = ui
         self.snapshots: dict[str, ChatSnapshot] = {}  # chat id -> the latest read of that chat
         self._tabs: dict[str, ChatTab] = {}  # still reachable while a closing tab is being saved

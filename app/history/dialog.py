@@ -7,12 +7,11 @@ after a short pause; an empty search lists the chats, most recent first.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
+    QFileDialog,
     QInputDialog,
     QLabel,
     QLineEdit,
@@ -25,9 +24,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.history.records import Chat, SearchHit
-
-if TYPE_CHECKING:
-    from app.history.sync import HistoryUI
+from app.history.sync import HistoryUI
 
 SEARCH_DELAY_MS = 250
 CHAT_ID = Qt.ItemDataRole.UserRole
@@ -138,30 +135,26 @@ class ChatListDialog(QDialog):
             self.refresh()
 
 
-def show_chat_list(history: HistoryUI) -> ChatListDialog:
-    dialog = ChatListDialog(history, history.window)
+def show_chat_list(history: HistoryUI, parent: QWidget) -> ChatListDialog:
+    dialog = ChatListDialog(history, parent)
     dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
     dialog.open()
     return dialog
 
 
-def export_with_dialog(history: HistoryUI, kind: str) -> None:
+def export_with_dialog(history: HistoryUI, kind: str, parent: QWidget) -> None:
     """Ask where, then write the current chat as "markdown" or "json"."""
-    from PySide6.QtWidgets import QFileDialog
-
-    tab = history.window.current_tab()
+    tab = history.host.current_tab()
     if tab is None:
         return
     suffix, kinds = (".md", "Markdown (*.md)") if kind == "markdown" else (".json", "JSON (*.json)")
     name = "".join(c if c.isalnum() or c in " -_" else "_" for c in tab.title).strip() or "chat"
-    path, _ = QFileDialog.getSaveFileName(history.window, "Export chat", name + suffix, kinds)
+    path, _ = QFileDialog.getSaveFileName(parent, "Export chat", name + suffix, kinds)
     if path:
         history.export_current(kind, path)
 
 
-def import_with_dialog(history: HistoryUI) -> None:
-    from PySide6.QtWidgets import QFileDialog
-
-    path, _ = QFileDialog.getOpenFileName(history.window, "Import chat", "", "JSON (*.json);;All files (*)")
+def import_with_dialog(history: HistoryUI, parent: QWidget) -> None:
+    path, _ = QFileDialog.getOpenFileName(parent, "Import chat", "", "JSON (*.json);;All files (*)")
     if path:
         history.import_path(path)

@@ -1,22 +1,21 @@
-"""The glue between the window and the chat history: what the tabs show is what gets saved.
+"""The glue between the tabs and the chat history: what the tabs show is what gets saved.
 
-HistoryUI listens to the window (tabs opened, closed, moved), to each tab
-(`conversation_changed`: a user message was added or an answer dropped for
-Regenerate) and to the engine bridge (tokens and finished turns, routed by chat
-id), and turns them into HistoryClient calls, none of which blocks. The ids of
-the stored messages a tab shows are kept here, parallel to `tab.messages`, so
-a new message knows its parent. On startup the stored open tabs replace the
-empty first tab; answers a crash cut short come back with an "(interrupted)"
-note and Regenerate enabled. Storage problems show in the status bar while the
-chats stay in memory. Branches ("< 1/2 >"), edits, deletes and scroll positions
-are app/history/branches.py's part.
+HistoryUI never sees the window: it works through a TabHost (MainWindow is one),
+and the window connects its events (tabs opened, closed, moved; the engine's
+tokens and finished turns) to the `on_*` methods. With each tab's own
+`conversation_changed` they become HistoryClient calls, none of which blocks.
+The stored ids of the messages a tab shows are kept here, parallel to
+`tab.messages`, so a new message knows its parent. On startup the stored open
+tabs replace the empty first tab; answers a crash cut short come back with an
+"(interrupted)" note and Regenerate. Storage problems show in `label` (placed in
+the status bar) while the chats stay in memory. Branches, edits, deletes and
+scroll positions are app/history/branches.py's part.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QLabel
@@ -24,12 +23,28 @@ from PySide6.QtWidgets import QLabel
 from app.bridge import ChatMessage, TurnFinished
 from app.chat.tab import ChatTab
 from app.history.branches import BranchKeeper
-from app.history.records import ChatSnapshot, StoredMessage
 from app.history.client import HistoryClient
+from app.history.records import ChatSnapshot, StoredMessage
 from app.history.worker import StartupReport
 
-if TYPE_CHECKING:
-    from app.window.mainwindow import MainWindow
+
+class TabHost(Protocol):
+    """What HistoryUI needs from whoever holds the tabs."""
+
+    def chat_tabs(self) -> list[ChatTab]: ...
+
+    def current_tab(self) -> ChatTab | None: ...
+
+    def new_chat(self, title: str = "", chat_id: str = "") -> ChatTab:
+        """A new tab, the last one; a stored chat's title and id when it is reopened."""
+
+    def close_tab(self, tab: ChatTab) -> None: ...
+
+    def select_tab(self, tab: ChatTab) -> None: ...
+
+    def chat_record(self) -> tuple[str, dict[str, Any]]:
+        """What a new chat is stored with: the model's name and the sampling settings."""
+
 
 INTERRUPTED_NOTE = "(interrupted) — Regenerate to answer again"
 
@@ -38,11 +53,10 @@ class HistoryUI(QObject):
     """Saves every tab's conversation as it happens and restores the open tabs at startup."""
 
     restored = Signal()  # the stored tabs are on screen (or there were none, or no history)
-    problem = Signal(str)  # a storage problem, as shown in the status bar
 
-    def __init__(self, window: MainWindow, path: str | Path | None = None) -> None:
-        super().__init__(window)
-        self.window = window
+    def __init__(self, host: TabHost, path: str | Path | None = None, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.host = host
         self.client = HistoryClient(path, parent=self)
         self.branches = BranchKeeper(self)
         self.ready = False
@@ -58,22 +72,10 @@ class HistoryUI(QObject):
         self.label.setObjectName("historyProblem")
         self.label.setWordWrap(False)
         self.label.hide()
-        window.statusBar().addWidget(self.label, 1)
-        self._connect()
+        self.client.opened.connect(self._on_opened)
+        self.client.unavailable.connect(self._on_unavailable)
+        self.client.error_occurred.connect(self.show_problem)
         self.client.start()
-
-    def _connect(self) -> None:
-        client, window, bridge = self.client, self.window, self.window.bridge
-        client.opened.connect(self._on_opened)
-        client.unavailable.connect(self._on_unavailable)
-        client.error_occurred.connect(self.show_problem)
-        window.chat_opened.connect(self._on_chat_opened)
-        window.chat_closed.connect(self._on_chat_closed)
-        window.tabs.tabBar().tabMoved.connect(lambda *_: self.save_tabs())
-        window.tabs.currentChanged.connect(lambda *_: self.save_tabs())
-        bridge.turn_started.connect(lambda event: self._answer_id(event.chat_id))
-        bridge.token_received.connect(self._on_token)
-        bridge.turn_finished.connect(self._on_turn_finished)
 
     # ------------------------------------------------------------ problems
 
@@ -83,7 +85,6 @@ class HistoryUI(QObject):
         self.label.setText(f"Chat history: {message}")
         self.label.setToolTip(message)
         self.label.show()
-        self.problem.emit(message)
 
     def _on_unavailable(self, message: str) -> None:
         self.show_problem(message)  # it already says the chats stay in this window but are not saved
@@ -97,13 +98,13 @@ class HistoryUI(QObject):
             self.show_problem(f"The history file was damaged; it was moved to {report.recovered_from} "
                               "and a fresh one was started.")
         if report.tabs:
-            placeholders = [tab for tab in self.window.chat_tabs() if not tab.messages and not tab.answering]
+            placeholders = [tab for tab in self.host.chat_tabs() if not tab.messages and not tab.answering]
             self._restoring = True
             try:
                 for snapshot in report.tabs:
                     self.show_snapshot(snapshot)
                 for tab in placeholders:
-                    self.window.close_chat(self.window.tabs.indexOf(tab))
+                    self.host.close_tab(tab)
                 self.select(report.current_tab)
             finally:
                 self._restoring = False
@@ -118,7 +119,7 @@ class HistoryUI(QObject):
         """A stored chat as a new tab (the last one), its active branch shown where it was read."""
         restoring, self._restoring = self._restoring, True
         try:
-            tab = self.window.new_chat(snapshot.chat.title, snapshot.chat.id)
+            tab = self.host.new_chat(snapshot.chat.title, snapshot.chat.id)
         finally:
             self._restoring = restoring
         tab.title_from_user = not snapshot.chat.title_auto
@@ -141,46 +142,43 @@ class HistoryUI(QObject):
                 card.set_footer(INTERRUPTED_NOTE)
 
     def select(self, chat_id: str | None) -> bool:
-        for index, tab in enumerate(self.window.chat_tabs()):
-            if tab.chat_id == chat_id:
-                self.window.tabs.setCurrentIndex(index)
-                return True
-        return False
+        tab = self.tab(chat_id) if chat_id else None
+        if tab is not None:
+            self.host.select_tab(tab)
+        return tab is not None
 
     def save_tabs(self) -> None:
         if self._restoring or self._closed or not self.ready:
             return
-        tabs = self.window.chat_tabs()
-        current = self.window.current_tab()
+        tabs = self.host.chat_tabs()
+        current = self.host.current_tab()
         self.client.set_open_tabs([tab.chat_id for tab in tabs], current=current.chat_id if current else None)
 
-    # ------------------------------------------------------------ tabs and messages
+    # ------------------------------------------------------------ tabs and messages (the window's events)
 
-    def _on_chat_opened(self, tab: ChatTab) -> None:
+    def on_chat_opened(self, tab: ChatTab) -> None:
         self._ids.setdefault(tab.chat_id, [])
         tab.conversation_changed.connect(self._on_conversation_changed)
         self.branches.attach(tab)
         tab.title_changed.connect(lambda title, tab=tab: self._on_title_changed(tab, title))
         if self._restoring:
             return
-        info = self.window.bridge.model_info
-        settings = dataclasses.asdict(self.window.default_sampling)
-        title = tab.title if tab.title_from_user else ""
-        self.client.create_chat(title, info.name if info else "", settings, tab.chat_id)
+        model, settings = self.host.chat_record()
+        self.client.create_chat(tab.title if tab.title_from_user else "", model, settings, tab.chat_id)
         self.save_tabs()
 
     def _on_title_changed(self, tab: ChatTab, title: str) -> None:
         if tab.title_from_user and not self._restoring:
             self.client.rename_chat(tab.chat_id, title)
 
-    def _on_chat_closed(self, chat_id: str) -> None:
+    def on_chat_closed(self, chat_id: str) -> None:
         self.branches.save_scroll(chat_id)
         self.branches.snapshots.pop(chat_id, None)
         self._ids.pop(chat_id, None)  # a streaming answer is still finished when its turn ends
         self.save_tabs()
 
     def tab(self, chat_id: str) -> ChatTab | None:
-        return next((tab for tab in self.window.chat_tabs() if tab.chat_id == chat_id), None)
+        return next((tab for tab in self.host.chat_tabs() if tab.chat_id == chat_id), None)
 
     def ids(self, chat_id: str) -> list[str]:
         """The stored ids of the messages the chat's tab shows (a throwaway list for a closed chat)."""
@@ -198,6 +196,9 @@ class HistoryUI(QObject):
                 break  # answers are stored from the engine's events
             ids.append(self.client.add_message(chat_id, "user", message.content, parent_id=ids[-1] if ids else None))
 
+    def on_turn_started(self, chat_id: str) -> None:
+        self._answer_id(chat_id)
+
     def _answer_id(self, chat_id: str) -> str | None:
         """The stored answer streaming for this chat, started on its first event."""
         if chat_id in self._answers:
@@ -210,11 +211,11 @@ class HistoryUI(QObject):
         self._answers[chat_id] = answer
         return answer
 
-    def _on_token(self, chat_id: str, text: str) -> None:
+    def on_token(self, chat_id: str, text: str) -> None:
         if (answer := self._answer_id(chat_id)) is not None:
             self.client.append_streaming_text(answer, text)
 
-    def _on_turn_finished(self, event: TurnFinished) -> None:
+    def on_turn_finished(self, event: TurnFinished) -> None:
         answer = self._answers.pop(event.chat_id, None)
         if answer is None:
             return
@@ -246,8 +247,7 @@ class HistoryUI(QObject):
     def rename_chat(self, chat_id: str, title: str) -> None:
         tab = self.tab(chat_id)
         if tab is not None:
-            self.window.tabs.setTabText(self.window.tabs.indexOf(tab), title)
-            tab.rename(title)  # its title_changed stores the name
+            tab.rename(title)  # its title_changed renames the tab and stores the name
         else:
             self.client.rename_chat(chat_id, title)
 
@@ -255,12 +255,12 @@ class HistoryUI(QObject):
         """Close its tab if open, then delete it (purged at the next start)."""
         tab = self.tab(chat_id)
         if tab is not None:
-            self.window.close_chat(self.window.tabs.indexOf(tab))
+            self.host.close_tab(tab)
         self.client.delete_chat(chat_id)
 
     def export_current(self, kind: str, path: str | Path) -> None:
         """Write the current chat as "markdown" or "json" to `path` (the file is written on this thread)."""
-        tab = self.window.current_tab()
+        tab = self.host.current_tab()
         if tab is None:
             return
         exporter = self.client.export_markdown if kind == "markdown" else self.client.export_json
@@ -292,13 +292,13 @@ class HistoryUI(QObject):
     def dump(self) -> dict[str, object]:
         """What the window shows from the history, for `--dump-restored` and tests."""
         tabs = []
-        for tab in self.window.chat_tabs():
+        for tab in self.host.chat_tabs():
             ids = self._ids.get(tab.chat_id, [])
             messages = [{"role": m.role, "text": m.content, "state": self._states.get(i, "complete")}
                         for m, i in zip(tab.messages, ids)]
             notes = [card.footer.text() for card in tab.view.cards()]
             tabs.append({"chat_id": tab.chat_id, "title": tab.title, "messages": messages,
                          "regenerate_enabled": tab.regenerate_button.isEnabled(), "notes": notes})
-        current = self.window.current_tab()
+        current = self.host.current_tab()
         return {"tabs": tabs, "current": current.chat_id if current else None, "problem": self.problem_text,
                 "interrupted": self.report.interrupted_messages if self.report else 0}

@@ -1,48 +1,37 @@
-"""The main window: chat tabs, menus and shortcuts, the gauge, and the model's life cycle.
+"""The main window: chat tabs, menus and shortcuts, the gauge, the history, and the dialogs.
 
-The window shows first and loads the model afterwards, so it opens fast; while
-no model is ready every tab's input says why. Engine events are routed to the
-tab whose chat id they carry.
+Engine events are routed to the tab whose chat id they carry; the model's life
+cycle (loading, failing, the engine banner) is app/window/model_lifecycle.py's.
+The window is the TabHost the history works through (app/history/sync.py) and
+the WindowCommands the menus call (app/window/menus.py).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from dataclasses import replace
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QCloseEvent, QShowEvent
-from PySide6.QtWidgets import (
-    QFrame,
-    QHBoxLayout,
-    QLabel,
-    QMainWindow,
-    QMessageBox,
-    QProgressBar,
-    QPushButton,
-    QVBoxLayout,
-    QWidget,
-)
+from PySide6.QtWidgets import QMainWindow, QMessageBox, QVBoxLayout, QWidget
 
-from app.bridge import (
-    ChatMessage,
-    EngineBridge,
-    EngineStats,
-    ModelConfig,
-    ModelInfo,
-    SamplingParams,
-    TurnFinished,
-    TurnStats,
-)
-from app.chat.tab import ChatTab
-from app.status.gauge import GaugeWidget
+from app.bridge import ChatMessage, EngineBridge, EngineStats, ModelConfig, ModelInfo, SamplingParams, TurnFinished, TurnStats
 from app.chat.markdown_view import warm_up
-from app.window.menus import build_menus
+from app.chat.tab import ChatTab
+from app.history import dialog as history_dialogs
+from app.history.sync import HistoryUI
 from app.settings.store import Settings, engine_inputs
+from app.status.gauge import GaugeWidget
+from app.window.menus import build_menus
+from app.window.model_lifecycle import ModelLifecycle
 from app.window.tabwidget import ChatTabWidget
 from app.window.welcome import welcome_text
 from engine.catalog.default_model import default_model_path
+
+if TYPE_CHECKING:
+    from app.settings.dialog import SettingsDialog
 
 _NO_STATS = TurnStats(0, 0, 0, 0.0, 0.0, 0.0)
 NO_DEFAULT_MODEL = (
@@ -52,7 +41,7 @@ NO_DEFAULT_MODEL = (
 
 
 class MainWindow(QMainWindow):
-    """Hooks for others: `open_settings()`, `chat_opened` / `chat_closed` for the history."""
+    """Hooks for others: `chat_opened` / `chat_closed`, `shown`, and the TabHost methods."""
 
     chat_opened = Signal(object)  # ChatTab
     chat_closed = Signal(str)  # chat_id
@@ -65,57 +54,38 @@ class MainWindow(QMainWindow):
         self.bridge = bridge or EngineBridge(self, stats_interval_s=0.25)
         self.settings = Settings.load()  # a small JSON file; a bad one is replaced, with a message
         self.model_path = model_path  # overrides the settings' model (--model, the self-test)
-        self.model_config: ModelConfig | None = None  # asked for (loading or loaded)
-        self.config_in_effect: ModelConfig | None = None  # the one actually answering
-        self._settings_dialog = None
+        self._settings_dialog: SettingsDialog | None = None
         _, self.default_sampling, self.system_prompt = self._engine_inputs()
         self._tabs_by_chat: dict[str, ChatTab] = {}
         self._chat_count = 0
         self._started = False
-        self._model_reason = "Starting…"
+        self.gauge = GaugeWidget(self._title_of, self)
+        self.model = ModelLifecycle(self.bridge, self)
+        self.model.readiness_changed.connect(self._on_readiness_changed)
+        self.model.loaded.connect(self._on_model_loaded)
+        self.model.lost.connect(lambda: self.gauge.set_model(None))
         self.tabs = ChatTabWidget(self)
         self.tabs.new_tab_requested.connect(lambda: self.new_chat())
         self.tabs.tabCloseRequested.connect(self.close_chat)
         self.tabs.tab_renamed.connect(self._on_tab_renamed)
-        self.gauge = GaugeWidget(self._title_of, self)
-        self._build_central()
-        self._build_status_bar()
+        self._build()
         self._connect_bridge()
-        from app.history.sync import HistoryUI  # after the bridge: the tabs hear engine events first
-
-        self.history_ui = HistoryUI(self)  # saves every chat; restores the open tabs when it has read them
-        build_menus(self)
+        self.history_ui = HistoryUI(self, parent=self)  # saves every chat; restores the open tabs when read
+        self._connect_history()  # after the bridge: the tabs hear engine events first
+        build_menus(self, self)
         self.new_chat()
 
-    # ------------------------------------------------------------ building
-
-    def _build_central(self) -> None:
-        self.banner = QFrame()
-        self.banner.setObjectName("engineBanner")
-        self.banner_label = QLabel()
-        self.banner_label.setWordWrap(True)
-        restart = QPushButton("Restart engine")
-        restart.clicked.connect(self.restart_engine)
-        row = QHBoxLayout(self.banner)
-        row.addWidget(self.banner_label, 1)
-        row.addWidget(restart)
-        self.banner.hide()
+    def _build(self) -> None:
         central = QWidget()
         layout = QVBoxLayout(central)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(0)
-        layout.addWidget(self.banner)
+        layout.addWidget(self.model.banner)
         layout.addWidget(self.tabs, 1)
         self.setCentralWidget(central)
-
-    def _build_status_bar(self) -> None:
-        self.load_label = QLabel()
-        self.load_progress = QProgressBar(maximum=100, textVisible=False)
-        self.load_progress.setFixedWidth(120)
-        self.load_progress.hide()
         bar = self.statusBar()
-        bar.addWidget(self.load_label)
-        bar.addWidget(self.load_progress)
+        bar.addWidget(self.model.label)
+        bar.addWidget(self.model.progress)
         bar.addPermanentWidget(self.gauge)
 
     def _connect_bridge(self) -> None:
@@ -124,12 +94,20 @@ class MainWindow(QMainWindow):
         bridge.turn_finished.connect(lambda event: route(event.chat_id, ChatTab.on_turn_finished, event))
         bridge.chat_error.connect(lambda chat_id, message: route(chat_id, ChatTab.on_chat_error, message))
         bridge.stats_updated.connect(self._on_stats)
-        bridge.model_loading.connect(self._on_model_loading)
-        bridge.model_loaded.connect(self._on_model_loaded)
-        bridge.model_load_failed.connect(self._on_model_load_failed)
         bridge.engine_failed.connect(self._on_engine_failed)
 
-    # ------------------------------------------------------------ tabs
+    def _connect_history(self) -> None:
+        history, bridge = self.history_ui, self.bridge
+        self.statusBar().addWidget(history.label, 1)
+        self.chat_opened.connect(history.on_chat_opened)
+        self.chat_closed.connect(history.on_chat_closed)
+        self.tabs.tabBar().tabMoved.connect(lambda *_: history.save_tabs())
+        self.tabs.currentChanged.connect(lambda *_: history.save_tabs())
+        bridge.turn_started.connect(lambda event: history.on_turn_started(event.chat_id))
+        bridge.token_received.connect(history.on_token)
+        bridge.turn_finished.connect(history.on_turn_finished)
+
+    # ------------------------------------------------------------ tabs (the history's TabHost too)
 
     def chat_tabs(self) -> list[ChatTab]:
         return [self.tabs.widget(i) for i in range(self.tabs.count())]  # type: ignore[misc]
@@ -138,14 +116,13 @@ class MainWindow(QMainWindow):
         return self.tabs.currentWidget()  # type: ignore[return-value]
 
     def new_chat(self, title: str = "", chat_id: str = "", messages: Sequence[ChatMessage] = ()) -> ChatTab:
-        """A new tab; the history passes a stored chat's id, title and messages to reopen it."""
+        """A new tab; the history passes a stored chat's id and title to reopen it."""
         self._chat_count += 1
         tab = ChatTab(self.bridge, self._defaults, title or f"Chat {self._chat_count}", chat_id=chat_id)
-        if title:
-            tab.title_from_user = True
+        tab.title_from_user = bool(title)
         if messages:
             tab.set_conversation(messages)
-        tab.set_model_ready(self.bridge.model_info is not None and not self.bridge.loading, self._model_reason)
+        tab.set_model_ready(self.bridge.model_info is not None and not self.bridge.loading, self.model.reason)
         if self.bridge.model_info is not None:
             tab.set_welcome(welcome_text(self.bridge.model_info))
         tab.answering_changed.connect(lambda busy, tab=tab: self.tabs.set_busy(tab, busy))
@@ -169,6 +146,16 @@ class MainWindow(QMainWindow):
         self.chat_closed.emit(tab.chat_id)
         if self.tabs.count() == 0:
             self.new_chat()  # an empty window is a dead end
+
+    def close_tab(self, tab: ChatTab) -> None:
+        self.close_chat(self.tabs.indexOf(tab))
+
+    def select_tab(self, tab: ChatTab) -> None:
+        self.tabs.setCurrentWidget(tab)
+
+    def chat_record(self) -> tuple[str, dict[str, Any]]:
+        info = self.bridge.model_info
+        return (info.name if info else ""), dataclasses.asdict(self.default_sampling)
 
     def close_current_chat(self) -> None:
         self.close_chat(self.tabs.currentIndex())
@@ -195,7 +182,7 @@ class MainWindow(QMainWindow):
     def _defaults(self) -> tuple[SamplingParams, str]:
         return self.default_sampling, self.system_prompt
 
-    # ------------------------------------------------------------ model life cycle
+    # ------------------------------------------------------------ the model
 
     def showEvent(self, event: QShowEvent) -> None:  # noqa: N802 - Qt override
         super().showEvent(event)
@@ -211,9 +198,9 @@ class MainWindow(QMainWindow):
             QMessageBox.warning(self, "Settings", self.settings.message)  # the bad file is told once
         config = self.initial_model_config()
         if config is None:
-            self._set_model_state(False, NO_DEFAULT_MODEL)
-            return
-        self.load_model(config)
+            self.model.set_unavailable(NO_DEFAULT_MODEL)
+        else:
+            self.model.load(config)
 
     def initial_model_config(self) -> ModelConfig | None:
         """The settings' model (or --model), else the bundled default; None when there is none."""
@@ -227,88 +214,20 @@ class MainWindow(QMainWindow):
             config = replace(config, path=self.model_path, backend="llamacpp", gguf_file=None)
         return config, sampling, prompt
 
-    def load_model(self, config: ModelConfig) -> None:
-        self.model_config = config
-        self._set_model_state(False, f"Loading {config.path.replace(chr(92), '/').rsplit('/', 1)[-1]}…")
-        self.bridge.load_model(config)
-
-    def open_settings(self) -> None:
-        """The settings dialog; Apply reloads the model only when its config changed."""
-        from app.settings.dialog import SettingsDialog  # imports the memory estimate: only when asked
-
-        dialog = SettingsDialog(self.settings, self, loaded=self.config_in_effect)
-        dialog.model_config_applied.connect(self._on_model_config_applied)
-        dialog.sampling_applied.connect(self._on_sampling_applied)
-        # A failed load is explained where the user is looking: in the dialog.
-        self.bridge.model_load_failed.connect(dialog.show_load_error)
-        dialog.finished.connect(lambda _result: self.bridge.model_load_failed.disconnect(dialog.show_load_error))
-        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
-        self._settings_dialog = dialog
-        dialog.open()
-
-    def _on_model_config_applied(self, config: ModelConfig) -> None:
-        self.model_path = None  # the user chose in the dialog: the settings rule from now on
-        self.load_model(config)
-
-    def _on_sampling_applied(self, sampling: SamplingParams, system_prompt: str) -> None:
-        self.default_sampling, self.system_prompt = sampling, system_prompt
-
-    def show_about(self) -> None:
-        from app.misc.about import AboutDialog
-
-        dialog = AboutDialog(self, self.bridge.model_info)
-        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
-        dialog.open()
-
-    def restart_engine(self) -> None:
-        self.banner.hide()
-        self._set_model_state(False, "Restarting the engine…")
-        self.bridge.restart()
-
-    def _set_model_state(self, ready: bool, reason: str) -> None:
-        self._model_reason = "" if ready else reason
+    def _on_readiness_changed(self, ready: bool, reason: str) -> None:
         for tab in self.chat_tabs():
-            tab.set_model_ready(ready, self._model_reason)
-        self.load_label.setText(reason.split(":")[0] if len(reason) > 60 else reason)  # the tab has it all
-
-    def _on_model_loading(self, fraction: float, message: str) -> None:
-        percent = int(fraction * 100)
-        self.load_progress.setValue(percent)
-        self.load_progress.show()
-        name = (self.model_config.path if self.model_config else "").replace("\\", "/").rsplit("/", 1)[-1]
-        self._set_model_state(False, f"Loading {name}… {percent}%{' — ' + message if message else ''}")
+            tab.set_model_ready(ready, reason)
 
     def _on_model_loaded(self, info: ModelInfo) -> None:
-        self.config_in_effect = self.model_config
         for tab in self.chat_tabs():
             tab.set_welcome(welcome_text(info))
-        self.load_progress.hide()
-        self._set_model_state(True, "")
-        self.load_label.setText("")
         self.setWindowTitle(f"Hearth — {info.name}")
         self.gauge.set_model(info)
 
-    def _on_model_load_failed(self, message: str) -> None:
-        self.load_progress.hide()
-        info = self.bridge.model_info
-        if info is not None:  # the previous model is still loaded and answering
-            self.model_config = self.config_in_effect
-            self._set_model_state(True, "")
-            self.load_label.setText(f"Kept {info.name}: {message}")
-            return
-        self.gauge.set_model(None)
-        self._set_model_state(False, f"No model loaded: {message} Choose another model in Model > Settings…")
-
-    def _on_engine_failed(self, message: str) -> None:
-        self.banner_label.setText(f"The engine stopped. {message.splitlines()[0]}")
-        self.banner.show()
-        self.gauge.set_model(None)
-        self._set_model_state(False, "The engine stopped: use Restart engine above.")
+    def _on_engine_failed(self, _message: str) -> None:
         for tab in self.chat_tabs():
             if tab.answering:
                 tab.on_turn_finished(TurnFinished(tab.chat_id, "error", _NO_STATS, "", ""))
-
-    # ------------------------------------------------------------ engine events, routed by chat id
 
     def _route(self, chat_id: str, handler: Callable[..., None], *args: object) -> None:
         """Events for one chat go to its tab; late events for a closed tab are dropped."""
@@ -321,6 +240,51 @@ class MainWindow(QMainWindow):
         for chat_id, tab in self._tabs_by_chat.items():
             if tab.answering:
                 tab.on_stats(speeds.get(chat_id, 0.0))
+
+    # ------------------------------------------------------------ dialogs and commands (see menus.py)
+
+    def open_settings(self) -> None:
+        """The settings dialog; Apply reloads the model only when its config changed."""
+        from app.settings.dialog import SettingsDialog  # the memory estimate and model catalog: only when asked
+
+        dialog = SettingsDialog(self.settings, self, loaded=self.model.config_in_effect)
+        dialog.model_config_applied.connect(self._on_model_config_applied)
+        dialog.sampling_applied.connect(self._on_sampling_applied)
+        # A failed load is explained where the user is looking: in the dialog.
+        self.bridge.model_load_failed.connect(dialog.show_load_error)
+        dialog.finished.connect(lambda _result: self.bridge.model_load_failed.disconnect(dialog.show_load_error))
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        self._settings_dialog = dialog
+        dialog.open()
+
+    def _on_model_config_applied(self, config: ModelConfig) -> None:
+        self.model_path = None  # the user chose in the dialog: the settings rule from now on
+        self.model.load(config)
+
+    def _on_sampling_applied(self, sampling: SamplingParams, system_prompt: str) -> None:
+        self.default_sampling, self.system_prompt = sampling, system_prompt
+
+    def show_about(self) -> None:
+        from app.misc.about import AboutDialog  # asks llama.cpp for its build: only when wanted
+
+        dialog = AboutDialog(self, self.bridge.model_info)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.open()
+
+    def show_chat_list(self) -> None:
+        history_dialogs.show_chat_list(self.history_ui, self)
+
+    def export_chat(self, kind: str) -> None:
+        history_dialogs.export_with_dialog(self.history_ui, kind, self)
+
+    def import_chat(self) -> None:
+        history_dialogs.import_with_dialog(self.history_ui, self)
+
+    def cancel_loading(self) -> None:
+        self.bridge.cancel_load()
+
+    def show_model_details(self) -> None:
+        self.gauge.show_details()
 
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802
         self.bridge.shutdown()  # joins the engine thread: nothing may emit into a dead window

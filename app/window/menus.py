@@ -2,44 +2,52 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
+from typing import Callable, Protocol
 
 from PySide6.QtGui import QAction, QKeySequence, QShortcut
-from PySide6.QtWidgets import QMenu
-
-if TYPE_CHECKING:
-    from app.window.mainwindow import MainWindow
+from PySide6.QtWidgets import QMainWindow, QMenu
 
 TAB_KEYS = (("Ctrl+Tab", 1), ("Ctrl+PgDown", 1), ("Ctrl+Shift+Tab", -1), ("Ctrl+PgUp", -1))
 
 
-def build_menus(window: MainWindow) -> None:
+class WindowCommands(Protocol):
+    """What the menus and shortcuts do (MainWindow provides them)."""
+
+    def new_chat(self) -> object: ...
+    def close_current_chat(self) -> None: ...
+    def stop_current(self) -> None: ...
+    def switch_tab(self, step: int) -> None: ...
+    def show_chat_list(self) -> None: ...
+    def export_chat(self, kind: str) -> None: ...
+    def import_chat(self) -> None: ...
+    def close(self) -> bool: ...
+    def open_settings(self) -> None: ...
+    def cancel_loading(self) -> None: ...
+    def show_model_details(self) -> None: ...
+    def show_about(self) -> None: ...
+
+
+def build_menus(window: QMainWindow, commands: WindowCommands) -> None:
+    """The menu bar of `window` and its tab-switching shortcuts."""
     chat = window.menuBar().addMenu("&Chat")
-    add_action(chat, "&New chat", lambda: window.new_chat(), "Ctrl+T", QKeySequence.StandardKey.New)
-    add_action(chat, "&Close chat", window.close_current_chat, "Ctrl+W")
-    add_action(chat, "&Stop answering", window.stop_current, "Esc")
+    add_action(chat, "&New chat", commands.new_chat, "Ctrl+T", QKeySequence.StandardKey.New)
+    add_action(chat, "&Close chat", commands.close_current_chat, "Ctrl+W")
+    add_action(chat, "&Stop answering", commands.stop_current, "Esc")
     chat.addSeparator()
-    _history_actions(window, chat)
+    add_action(chat, "C&hats…", commands.show_chat_list, "Ctrl+Shift+H")
+    add_action(chat, "Export as &Markdown…", lambda: commands.export_chat("markdown"))
+    add_action(chat, "Export as &JSON…", lambda: commands.export_chat("json"))
+    add_action(chat, "&Import JSON…", commands.import_chat)
     chat.addSeparator()
-    add_action(chat, "&Quit", window.close, "Ctrl+Q", QKeySequence.StandardKey.Quit)
+    add_action(chat, "&Quit", commands.close, "Ctrl+Q", QKeySequence.StandardKey.Quit)
     model = window.menuBar().addMenu("&Model")
-    add_action(model, "&Settings…", window.open_settings, "Ctrl+,", QKeySequence.StandardKey.Preferences)
-    add_action(model, "&Cancel loading", window.bridge.cancel_load)
-    add_action(model, "&Model details", window.gauge.show_details)
+    add_action(model, "&Settings…", commands.open_settings, "Ctrl+,", QKeySequence.StandardKey.Preferences)
+    add_action(model, "&Cancel loading", commands.cancel_loading)
+    add_action(model, "&Model details", commands.show_model_details)
     help_menu = window.menuBar().addMenu("&Help")
-    add_action(help_menu, "&About Hearth", window.show_about)
+    add_action(help_menu, "&About Hearth", commands.show_about)
     for keys, step in TAB_KEYS:
-        QShortcut(QKeySequence(keys), window, lambda step=step: window.switch_tab(step))
-
-
-def _history_actions(window: MainWindow, chat: QMenu) -> None:
-    from app.history import dialog as dialogs
-
-    history = window.history_ui
-    add_action(chat, "C&hats…", lambda: dialogs.show_chat_list(history), "Ctrl+Shift+H")
-    add_action(chat, "Export as &Markdown…", lambda: dialogs.export_with_dialog(history, "markdown"))
-    add_action(chat, "Export as &JSON…", lambda: dialogs.export_with_dialog(history, "json"))
-    add_action(chat, "&Import JSON…", lambda: dialogs.import_with_dialog(history))
+        QShortcut(QKeySequence(keys), window, lambda step=step: commands.switch_tab(step))
 
 
 def add_action(
