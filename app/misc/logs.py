@@ -170,7 +170,10 @@ def _report(
     tb: TracebackType | None,
     thread_name: str,
 ) -> None:
-    logger.critical("unhandled exception in thread %s", thread_name, exc_info=(exc_type, exc, tb))
+    if exc is not None:
+        logger.critical("unhandled exception in thread %s", thread_name, exc_info=(exc_type, exc, tb))
+    else:  # threading's hook may hand over a type without an instance: nothing to format a traceback from
+        logger.critical("unhandled %s in thread %s", exc_type.__name__, thread_name)
     report = make_report(exc_type, exc, tb, thread_name)
     if sys.stderr is not None and not _mirrors_to_console():
         print(f"Hearth: unexpected error: {report.summary} (details in {report.log_path})", file=sys.stderr)

@@ -1,0 +1,24 @@
+"""House rule: app/ and engine/ are mypy clean. A type error in either fails the suite.
+
+mypy is a test dependency (the `test` extra): when it is missing this test fails
+and says so, rather than skipping and letting type errors through unnoticed.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_app_and_engine_are_mypy_clean() -> None:
+    assert importlib.util.find_spec("mypy") is not None, "mypy is not installed: pip install -e '.[test]'"
+    done = subprocess.run(
+        [sys.executable, "-m", "mypy", "--no-incremental", "app/", "engine/"],
+        cwd=ROOT, capture_output=True, text=True, timeout=600,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    assert "Success: no issues found" in done.stdout
