@@ -13,15 +13,15 @@ from collections import deque
 from typing import Callable
 
 from PySide6.QtCore import QPointF, QRectF, Qt, QTimer
-from PySide6.QtGui import QColor, QMouseEvent, QPainter, QPainterPath, QPaintEvent, QPalette, QPen
+from PySide6.QtGui import QMouseEvent, QPainter, QPainterPath, QPaintEvent, QPalette, QPen
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
 from app.bridge import EngineStats, ModelInfo
+from app.status.memory_bar import KV_COLOR, OTHER_COLOR, WEIGHTS_COLOR, BarPart, MemoryBar
 from app.status.memory_probe import MemorySnapshot, format_bytes, gpu_index_of, snapshot
 
 HISTORY_S = 60.0
 MODEL_NAME_CHARS = 18
-MODEL_COLOR, KV_COLOR, OTHER_COLOR = QColor("#3b82f6"), QColor("#f59e0b"), QColor("#9ca3af")
 Titles = Callable[[str], str]  # chat id -> tab title
 
 
@@ -60,31 +60,6 @@ class Sparkline(QWidget):
         painter.drawPath(path)
 
 
-class MemoryBar(QWidget):
-    """Model, KV cache and everything else, as parts of one bar."""
-
-    def __init__(self, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.parts: list[tuple[int, QColor]] = []
-        self.total = 1
-        self.setFixedSize(80, 12)
-
-    def set_parts(self, parts: list[tuple[int, QColor]], total: int) -> None:
-        self.parts, self.total = parts, max(total, 1)
-        self.update()
-
-    def paintEvent(self, event: QPaintEvent) -> None:  # noqa: N802
-        painter = QPainter(self)
-        painter.fillRect(self.rect(), self.palette().color(QPalette.ColorRole.Base))
-        x = 0.0
-        for size, color in self.parts:
-            w = (self.width() - 2) * min(size / self.total, 1.0)
-            painter.fillRect(QRectF(1 + x, 1, w, self.height() - 2), color)
-            x += w
-        painter.setPen(self.palette().color(QPalette.ColorRole.Mid))
-        painter.drawRect(self.rect().adjusted(0, 0, -1, -1))
-
-
 class GaugeWidget(QFrame):
     """Always visible in the status bar; click it for the details popup."""
 
@@ -97,6 +72,7 @@ class GaugeWidget(QFrame):
         self.device_label, self.memory_label = QLabel("no model"), QLabel()
         self.speed_label, self.slots_label, self.model_label = QLabel(), QLabel(), QLabel()
         self.memory_bar, self.sparkline = MemoryBar(self), Sparkline(self)
+        self.memory_bar.setFixedSize(80, 12)
         self.device_label.setObjectName("gaugeDevice")
         self._popup: QLabel | None = None
         self._scroll_timer = QTimer(self, interval=1000)  # the sparkline keeps moving after work stops
@@ -147,20 +123,22 @@ class GaugeWidget(QFrame):
             return
         self.memory = snapshot(self.model.gpu_offload, gpu_index_of(self.model.device))
 
-    def _memory_parts(self) -> tuple[list[tuple[int, QColor]], int, str]:
+    def _memory_parts(self) -> tuple[list[BarPart], int, str]:
         memory, model = self.memory, self.model
         if memory is None or model is None:
             return [], 1, ""
         weights = self.stats.model_bytes if self.stats else model.model_bytes
         kv = self.stats.kv_cache_bytes if self.stats else model.kv_cache_bytes
         if memory.kind == "VRAM":  # the whole card: what others use counts against us too
-            other = max(memory.used_bytes - weights - kv, 0)
-            text = f"VRAM {format_bytes(memory.used_bytes)} / {format_bytes(memory.total_bytes)}"
-            text += f" (model {format_bytes(weights)}, KV {format_bytes(kv)})"
-            return [(weights, MODEL_COLOR), (kv, KV_COLOR), (other, OTHER_COLOR)], memory.total_bytes, text
-        other = max(memory.process_bytes - weights - kv, 0)
-        text = f"RAM {format_bytes(memory.process_bytes)} (model {format_bytes(weights)}, KV {format_bytes(kv)})"
-        return [(weights, MODEL_COLOR), (kv, KV_COLOR), (other, OTHER_COLOR)], memory.process_bytes, text
+            used, total = memory.used_bytes, memory.total_bytes
+            text = f"VRAM {format_bytes(used)} / {format_bytes(total)}"
+        else:
+            used = total = memory.process_bytes
+            text = f"RAM {format_bytes(used)}"
+        text += f" (model {format_bytes(weights)}, KV {format_bytes(kv)})"
+        parts = [BarPart("model", weights, WEIGHTS_COLOR), BarPart("KV cache", kv, KV_COLOR),
+                 BarPart("other", max(used - weights - kv, 0), OTHER_COLOR)]
+        return parts, total, text
 
     def _refresh_labels(self) -> None:
         for widget in (self.memory_bar, self.memory_label, self.sparkline, self.speed_label, self.slots_label):
@@ -190,7 +168,7 @@ class GaugeWidget(QFrame):
         if self.model is None:
             return "No model is loaded."
         parts, _, text = self._memory_parts()
-        sizes = [format_bytes(size) for size, _ in parts] or ["?"] * 3
+        sizes = [format_bytes(part.size) for part in parts] or ["?"] * 3
         rows = [
             ("Device", html.escape(self.model.device)),
             ("Memory", f"{text.split(' (')[0]}: model {sizes[0]}, KV cache {sizes[1]}, other {sizes[2]}"),

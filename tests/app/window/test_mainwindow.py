@@ -107,7 +107,7 @@ def test_gauge_shows_speed_device_and_model_while_streaming(qtbot, make_window) 
     type_and_send(qtbot, second, "Count to one hundred.")
     qtbot.waitUntil(lambda: gauge.tokens_per_second > 0 and gauge.slots_label.text() == "slots 2/4", timeout=60_000)
     assert gauge.device_label.text() == "CPU"
-    assert gauge.memory_label.text().startswith("RAM ") and gauge.memory_bar.parts[0][0] > 50_000_000
+    assert gauge.memory_label.text().startswith("RAM ") and gauge.memory_bar.parts[0].size > 50_000_000
     assert gauge.speed_label.text().endswith(" tok/s") and float(gauge.speed_label.text().split()[0]) > 0
     assert len(gauge.sparkline.samples) >= 1
     details = gauge.details_html()
