@@ -9,7 +9,9 @@ import numpy as np
 import pytest
 
 from app.settings.store import Settings
-from app.settings.dialog import Capabilities, SettingsDialog, item_enabled, probe_capabilities
+from app.settings.capabilities import Capabilities, probe_capabilities
+from app.settings.dialog import SettingsDialog
+from app.settings.widgets import item_enabled
 from engine.catalog.models import discover
 from engine.protocol import ModelConfig, SamplingParams
 
@@ -66,35 +68,35 @@ def make_dialog(qtbot, tmp_path: Path, capabilities: Capabilities):  # type: ign
 def test_default_gguf_fills_the_fields_from_its_metadata(make_dialog, settings: Settings, default_model: str) -> None:
     dialog = make_dialog(settings)
     assert dialog.description is not None and dialog.description.path == default_model
-    assert dialog.file_type_label.text() == "Q4_1"
-    assert dialog.backend_combo.currentData() == "llamacpp"
-    assert dialog.context_spin.maximum() == 8192  # capped at the trained context
-    assert dialog.context_spin.value() == 4096
-    assert "30 layers, 3 KV heads x 64" in dialog.metadata_label.text()
-    assert "Q4_1" in dialog.model_list.currentItem().text()
+    assert dialog.form.file_type_label.text() == "Q4_1"
+    assert dialog.form.backend_combo.currentData() == "llamacpp"
+    assert dialog.form.context_spin.maximum() == 8192  # capped at the trained context
+    assert dialog.form.context_spin.value() == 4096
+    assert "30 layers, 3 KV heads x 64" in dialog.models.metadata_label.text()
+    assert "Q4_1" in dialog.models.list.currentItem().text()
     estimate = dialog.current_estimate()
     assert estimate is not None and estimate.kv_cache_bytes == 2 * 30 * 3 * 64 * 4096 * 4 * 2
-    assert "shared by all 4 chats" in dialog.kv_note_label.text()
-    assert "360.0 MiB" in dialog.breakdown_label.text()  # the KV cache in the breakdown
-    assert dialog.verdict_label.text().count("Fits.") == 1
+    assert "shared by all 4 chats" in dialog.form.kv_note_label.text()
+    assert "360.0 MiB" in dialog.memory.breakdown_label.text()  # the KV cache in the breakdown
+    assert dialog.memory.verdict_label.text().count("Fits.") == 1
 
 
 def test_tiny_hf_folder_fills_the_fields(make_dialog, settings: Settings, tmp_path: Path) -> None:
     dialog = make_dialog(settings)
     folder = write_tiny_hf_folder(tmp_path / "tiny-llama")
     assert dialog.open_model(str(folder))
-    assert dialog.backend_combo.currentData() == "hf"
-    assert not item_enabled(dialog.backend_combo, 0)  # llama.cpp cannot load a folder
-    assert "GGUF files only" in dialog.backend_combo.itemData(0, 3)  # Qt.ToolTipRole
-    assert dialog.context_spin.maximum() == 2048 and dialog.context_spin.value() == 2048
-    assert f"{TINY_PARAMS:,} parameters" in dialog.metadata_label.text()
-    assert "2 layers, 2 KV heads x 16" in dialog.metadata_label.text()
+    assert dialog.form.backend_combo.currentData() == "hf"
+    assert not item_enabled(dialog.form.backend_combo, 0)  # llama.cpp cannot load a folder
+    assert "GGUF files only" in dialog.form.backend_combo.itemData(0, 3)  # Qt.ToolTipRole
+    assert dialog.form.context_spin.maximum() == 2048 and dialog.form.context_spin.value() == 2048
+    assert f"{TINY_PARAMS:,} parameters" in dialog.models.metadata_label.text()
+    assert "2 layers, 2 KV heads x 16" in dialog.models.metadata_label.text()
     estimate = dialog.current_estimate()
     # compute dtype "auto" on the CPU: float32, as the HF runner loads it there
     assert estimate is not None and estimate.weights_bytes == TINY_PARAMS * 4
     assert estimate.kv_cache_bytes == 2 * 2 * 2 * 16 * 2048 * 4 * 4
-    assert "f16" in dialog.metadata_label.text()  # as stored in the file
-    assert not estimate.unified and "one per chat" in dialog.kv_note_label.text()
+    assert "f16" in dialog.models.metadata_label.text()  # as stored in the file
+    assert not estimate.unified and "one per chat" in dialog.form.kv_note_label.text()
 
 
 def test_the_estimate_follows_context_slots_and_quantization(make_dialog, settings: Settings, tmp_path: Path) -> None:
@@ -106,63 +108,63 @@ def test_the_estimate_follows_context_slots_and_quantization(make_dialog, settin
         return estimate.kv_cache_bytes, estimate.total_bytes
 
     kv, total = kv_and_total()
-    text = dialog.breakdown_label.text()
-    dialog.context_spin.setValue(2048)
+    text = dialog.memory.breakdown_label.text()
+    dialog.form.context_spin.setValue(2048)
     assert kv_and_total()[0] == kv // 2 and kv_and_total()[1] < total
-    assert dialog.breakdown_label.text() != text
-    dialog.slots_spin.setValue(1)
+    assert dialog.memory.breakdown_label.text() != text
+    dialog.form.slots_spin.setValue(1)
     assert kv_and_total()[0] == 2 * 30 * 3 * 64 * 2048 * 2
-    dialog.kv_type_combo.setCurrentIndex(dialog.kv_type_combo.findData("q8_0"))
+    dialog.form.kv_type_combo.setCurrentIndex(dialog.form.kv_type_combo.findData("q8_0"))
     assert kv_and_total()[0] == int(2 * 30 * 3 * 64 * 2048 * 34 / 32)
-    assert dialog.kv_note_label.text() == "One KV cache of 2,048 positions for the one chat."
+    assert dialog.form.kv_note_label.text() == "One KV cache of 2,048 positions for the one chat."
 
     dialog.open_model(str(write_tiny_hf_folder(tmp_path / "tiny")))
     weights = dialog.current_estimate().weights_bytes
-    dialog.quant_combo.setCurrentIndex(dialog.quant_combo.findData("nf4"))
-    assert dialog.double_quant_check.isEnabled()
+    dialog.form.quant_combo.setCurrentIndex(dialog.form.quant_combo.findData("nf4"))
+    assert dialog.form.double_quant_check.isEnabled()
     quantized = dialog.current_estimate().weights_bytes
     assert quantized < weights
     assert quantized == int((TINY_PARAMS - 16384 * 2 - 64 * 5) * (0.5 + 4 / 64)) + (16384 * 2 + 64 * 5) * 4
-    dialog.dtype_combo.setCurrentIndex(dialog.dtype_combo.findData("bfloat16"))
+    dialog.form.dtype_combo.setCurrentIndex(dialog.form.dtype_combo.findData("bfloat16"))
     assert dialog.current_estimate().weights_bytes == quantized - (16384 * 2 + 64 * 5) * 2
 
 
 def test_impossible_options_are_disabled_with_a_reason(make_dialog, settings: Settings, capabilities) -> None:
     assert not capabilities.gpus, "this test describes a machine without CUDA"
     dialog = make_dialog(settings)
-    cuda = dialog.device_combo.findData("cuda")
-    assert not item_enabled(dialog.device_combo, cuda)
-    assert "No NVIDIA GPU" in dialog.device_combo.itemData(cuda, 3)
-    assert not dialog.gpu_layers_spin.isEnabled() and "CPU" in dialog.gpu_layers_spin.toolTip()
+    cuda = dialog.form.device_combo.findData("cuda")
+    assert not item_enabled(dialog.form.device_combo, cuda)
+    assert "No NVIDIA GPU" in dialog.form.device_combo.itemData(cuda, 3)
+    assert not dialog.form.gpu_layers_spin.isEnabled() and "CPU" in dialog.form.gpu_layers_spin.toolTip()
     # a quantized KV cache needs flash attention
-    dialog.flash_combo.setCurrentIndex(dialog.flash_combo.findData("off"))
-    assert not item_enabled(dialog.kv_type_combo, dialog.kv_type_combo.findData("q4_0"))
-    assert "flash attention" in dialog.kv_type_combo.itemData(2, 3)
+    dialog.form.flash_combo.setCurrentIndex(dialog.form.flash_combo.findData("off"))
+    assert not item_enabled(dialog.form.kv_type_combo, dialog.form.kv_type_combo.findData("q4_0"))
+    assert "flash attention" in dialog.form.kv_type_combo.itemData(2, 3)
     # transformers: flash attention "on" needs flash-attn and CUDA
-    dialog.backend_combo.setCurrentIndex(dialog.backend_combo.findData("hf"))
-    assert not item_enabled(dialog.flash_combo, dialog.flash_combo.findData("on"))
-    assert "flash-attn is not installed" in dialog.flash_combo.itemData(1, 3)
-    assert not dialog.double_quant_check.isEnabled()  # only for 4-bit
+    dialog.form.backend_combo.setCurrentIndex(dialog.form.backend_combo.findData("hf"))
+    assert not item_enabled(dialog.form.flash_combo, dialog.form.flash_combo.findData("on"))
+    assert "flash-attn is not installed" in dialog.form.flash_combo.itemData(1, 3)
+    assert not dialog.form.double_quant_check.isEnabled()  # only for 4-bit
 
 
 def test_missing_libraries_disable_their_options(make_dialog, settings: Settings) -> None:
     dialog = make_dialog(settings, Capabilities(llama_cpp=True, transformers=False, bitsandbytes=False))
-    assert not item_enabled(dialog.backend_combo, 1)
-    assert "transformers" in dialog.backend_combo.itemData(1, 3)
+    assert not item_enabled(dialog.form.backend_combo, 1)
+    assert "transformers" in dialog.form.backend_combo.itemData(1, 3)
     for index in (1, 2, 3):
-        assert not item_enabled(dialog.quant_combo, index)
-    assert "bitsandbytes is not installed" in dialog.quant_combo.itemData(2, 3)
+        assert not item_enabled(dialog.form.quant_combo, index)
+    assert "bitsandbytes is not installed" in dialog.form.quant_combo.itemData(2, 3)
 
 
 def test_apply_emits_the_config_and_settings_survive_a_restart(qtbot, make_dialog, settings: Settings,
                                                                default_model: str) -> None:
     dialog = make_dialog(settings)
-    dialog.context_spin.setValue(2048)
-    dialog.slots_spin.setValue(2)
-    dialog.kv_type_combo.setCurrentIndex(dialog.kv_type_combo.findData("q8_0"))
-    dialog.temperature_spin.setValue(0.3)
-    dialog.seed_spin.setValue(42)
-    dialog.system_prompt_edit.setPlainText("Answer briefly.")
+    dialog.form.context_spin.setValue(2048)
+    dialog.form.slots_spin.setValue(2)
+    dialog.form.kv_type_combo.setCurrentIndex(dialog.form.kv_type_combo.findData("q8_0"))
+    dialog.form.temperature_spin.setValue(0.3)
+    dialog.form.seed_spin.setValue(42)
+    dialog.form.system_prompt_edit.setPlainText("Answer briefly.")
     with qtbot.waitSignal(dialog.model_config_applied) as loaded, qtbot.waitSignal(dialog.sampling_applied) as sampled:
         dialog.apply()
     assert loaded.args[0] == ModelConfig(path=default_model, context_length=2048, slots=2, kv_cache_type="q8_0")
@@ -176,10 +178,10 @@ def test_apply_emits_the_config_and_settings_survive_a_restart(qtbot, make_dialo
     assert restarted.message == ""
     assert restarted.get("model.context_length") == 2048 and restarted.get("model.path") == ""  # "" = the default
     again = make_dialog(restarted)
-    assert (again.context_spin.value(), again.slots_spin.value()) == (2048, 2)
-    assert again.kv_type_combo.currentData() == "q8_0"
-    assert again.temperature_spin.value() == pytest.approx(0.3) and again.seed_spin.value() == 42
-    assert again.system_prompt_edit.toPlainText() == "Answer briefly."
+    assert (again.form.context_spin.value(), again.form.slots_spin.value()) == (2048, 2)
+    assert again.form.kv_type_combo.currentData() == "q8_0"
+    assert again.form.temperature_spin.value() == pytest.approx(0.3) and again.form.seed_spin.value() == 42
+    assert again.form.system_prompt_edit.toPlainText() == "Answer briefly."
     assert again.current_config() == loaded.args[0]
 
 
@@ -187,14 +189,14 @@ def test_a_chosen_hf_folder_is_remembered(qtbot, make_dialog, settings: Settings
     folder = write_tiny_hf_folder(tmp_path / "tiny")
     dialog = make_dialog(settings)
     dialog.open_model(str(folder))
-    dialog.quant_combo.setCurrentIndex(dialog.quant_combo.findData("nf4"))
+    dialog.form.quant_combo.setCurrentIndex(dialog.form.quant_combo.findData("nf4"))
     with qtbot.waitSignal(dialog.model_config_applied) as loaded:
         dialog.apply()
     assert (loaded.args[0].backend, loaded.args[0].path, loaded.args[0].quantization) == ("hf", str(folder), "nf4")
     again = make_dialog(Settings.load())
     assert again.description is not None and again.description.path == str(folder)
-    assert again.backend_combo.currentData() == "hf" and again.quant_combo.currentData() == "nf4"
-    sources = [again.model_list.item(row).text() for row in range(again.model_list.count())]
+    assert again.form.backend_combo.currentData() == "hf" and again.form.quant_combo.currentData() == "nf4"
+    sources = [again.models.list.item(row).text() for row in range(again.models.list.count())]
     assert any("Recently used" in text and "tiny" in text for text in sources)
 
 
@@ -205,7 +207,7 @@ def test_a_corrupt_settings_file_opens_with_defaults(make_dialog, tmp_path: Path
     settings = Settings.load()
     assert "default settings" in settings.message
     dialog = make_dialog(settings)
-    assert dialog.slots_spin.value() == 4 and dialog.context_spin.value() == 4096
+    assert dialog.form.slots_spin.value() == 4 and dialog.form.context_spin.value() == 4096
     assert (tmp_path / "config" / "settings.json.bak").exists()
 
 
@@ -215,17 +217,17 @@ def test_a_broken_model_file_is_explained_and_the_choice_kept(make_dialog, setti
     broken = tmp_path / "half-downloaded.gguf"
     broken.write_bytes(b"GGUF\x03\x00\x00\x00")
     assert not dialog.open_model(str(broken))
-    assert "half-downloaded.gguf" in dialog.error_label.text() and "download it again" in dialog.error_label.text()
+    assert "half-downloaded.gguf" in dialog.models.error_label.text() and "download it again" in dialog.models.error_label.text()
     assert dialog.description is not None and dialog.description.path == default_model
 
 
 def test_a_load_error_is_shown_and_apply_can_retry(qtbot, make_dialog, settings: Settings) -> None:
     dialog = make_dialog(settings)
-    dialog.slots_spin.setValue(3)
+    dialog.form.slots_spin.setValue(3)
     with qtbot.waitSignal(dialog.model_config_applied):
         dialog.apply()
     dialog.show_load_error("SmolLM2 could not be loaded: out of memory. Try a shorter context.")
-    assert "out of memory" in dialog.error_label.text()
+    assert "out of memory" in dialog.models.error_label.text()
     with qtbot.waitSignal(dialog.model_config_applied) as retried:
         dialog.apply()  # same settings: tried again because the last attempt failed
-    assert retried.args[0].slots == 3 and dialog.error_label.text() == ""
+    assert retried.args[0].slots == 3 and dialog.models.error_label.text() == ""
