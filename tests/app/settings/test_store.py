@@ -7,8 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from app.settings.store import BY_KEY, SCHEMA_VERSION, SETTINGS, Settings, engine_inputs, settings_path
+from app.settings.store import SCHEMA_VERSION, SETTINGS, Settings, engine_inputs, settings_path
 from engine.protocol import ModelConfig, SamplingParams
+
+ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture
@@ -17,15 +19,41 @@ def config_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path / "config"
 
 
-def test_every_setting_is_declared_once_with_help_and_a_valid_default() -> None:
+# What the README's settings table promises; a changed default must change the README too.
+DOCUMENTED_DEFAULTS = {
+    "model.path": "", "model.backend": "auto", "model.context_length": 4096, "model.slots": 4,
+    "model.batch_tokens": 512, "model.threads": 0, "model.gpu_layers": -1, "model.flash_attention": "auto",
+    "model.kv_cache_type": "f16", "model.quantization": "none", "model.double_quant": False, "model.dtype": "auto",
+    "model.device": "auto", "model.recent": [], "sampling.temperature": 0.7, "sampling.top_k": 40,
+    "sampling.top_p": 0.95, "sampling.min_p": 0.05, "sampling.repeat_penalty": 1.1, "sampling.max_new_tokens": 512,
+    "sampling.seed": -1, "chat.system_prompt": "You are a helpful assistant.",
+}
+README_ROWS = (
+    "| Backend | auto |", "| Context length | 4096 |", "| Parallel chats (slots) | 4 |", "| Batch tokens | 512 |",
+    "| CPU threads | library's choice |", "| GPU layers | all |", "| Flash attention | auto |", "| KV cache type | f16 |",
+    "| Quantization | none |", "| Device | auto |",
+    "| Sampling | temperature 0.7, top-k 40, top-p 0.95, min-p 0.05, repeat penalty 1.1 |",
+    "| Max new tokens | 512 |", "| Seed | random |", '| System prompt | "You are a helpful assistant." |',
+)
+
+
+def test_every_setting_is_declared_once_with_help_and_its_documented_default() -> None:
     keys = [s.key for s in SETTINGS]
-    assert len(keys) == len(set(keys))
-    for setting in SETTINGS:
-        assert setting.help, setting.key
-        assert Settings(Path("unused")).get(setting.key) == setting.default
-    # the engine's own defaults are the settings' defaults
-    assert BY_KEY["model.context_length"].default == ModelConfig.context_length == 4096
-    assert BY_KEY["sampling.temperature"].default == SamplingParams.temperature
+    assert len(keys) == len(set(keys)) and all(setting.help for setting in SETTINGS)
+    assert Settings(Path("unused")).as_dict() == DOCUMENTED_DEFAULTS
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert [row for row in README_ROWS if row not in readme] == []
+
+
+def test_the_defaults_reach_the_engine_as_documented() -> None:
+    config, sampling, prompt = engine_inputs(Settings(Path("unused")), default_path="/d/model.gguf")
+    assert config == ModelConfig(path="/d/model.gguf", backend="llamacpp", context_length=4096, slots=4,
+                                 batch_tokens=512, threads=None, gpu_layers=-1, flash_attention="auto",
+                                 kv_cache_type="f16", quantization="none", double_quant=False, dtype="auto",
+                                 device="auto", gguf_file=None)
+    assert (sampling.temperature, sampling.top_k, sampling.top_p, sampling.min_p, sampling.repeat_penalty,
+            sampling.max_new_tokens, sampling.seed) == (0.7, 40, 0.95, 0.05, 1.1, 512, None)
+    assert prompt == "You are a helpful assistant."
 
 
 def test_the_path_follows_the_environment_variable(config_dir: Path) -> None:
