@@ -15,6 +15,7 @@ from pathlib import Path
 import platformdirs
 
 from app.history.records import HistoryError
+from app.misc.paths import user_path
 from app.history.schema import NewerSchemaError, migrate
 
 DATA_DIR_ENV = "HEARTH_DATA_DIR"
@@ -38,7 +39,7 @@ class DatabaseDamaged(Exception):
 def default_database_path() -> Path:
     """history.sqlite3 under the user data dir, or under $HEARTH_DATA_DIR when set."""
     override = os.environ.get(DATA_DIR_ENV)
-    folder = Path(override) if override else Path(platformdirs.user_data_dir("Hearth", appauthor=False))
+    folder = Path(user_path(override)) if override else Path(platformdirs.user_data_dir("Hearth", appauthor=False))
     return folder / DATABASE_NAME
 
 

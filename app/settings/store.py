@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from app.misc.paths import user_path
 from engine.protocol import ModelConfig, SamplingParams
 
 SCHEMA_VERSION = 1
@@ -72,7 +73,7 @@ BY_KEY = {setting.key: setting for setting in SETTINGS}
 def config_dir() -> Path:
     override = os.environ.get("HEARTH_CONFIG_DIR")
     if override:
-        return Path(override)
+        return Path(user_path(override))
     import platformdirs
 
     return platformdirs.user_config_path("Hearth", appauthor=False)
@@ -173,8 +174,8 @@ def _copy(value: Any) -> Any:
 
 
 def model_config(settings: Settings, default_path: str | None = None) -> ModelConfig:
-    """The ModelConfig the settings describe; an empty path means the bundled default."""
-    path = settings.get("model.path") or default_path or ""
+    """The ModelConfig the settings describe; an empty path means the bundled default. Paths reach the engine absolute."""
+    path = user_path(settings.get("model.path") or default_path or "")
     backend = settings.get("model.backend")
     if backend == "auto":
         backend = "hf" if path and Path(path).is_dir() else "llamacpp"

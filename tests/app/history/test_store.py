@@ -441,5 +441,8 @@ def test_data_dir_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch, tm
     store = HistoryStore.open()
     assert store.path == tmp_path / "elsewhere" / "history.sqlite3" and store.path.exists()
     store.close()
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv(DATA_DIR_ENV, "relative")  # made absolute once, wherever the store opens it later
+    assert default_database_path() == tmp_path / "relative" / "history.sqlite3"
     monkeypatch.delenv(DATA_DIR_ENV)
     assert default_database_path().parent.name == "Hearth"

@@ -152,3 +152,25 @@ def test_engine_inputs_from_settings(tmp_path: Path) -> None:
     settings.set("model.backend", "hf")  # transformers loading a GGUF, dequantized
     config, _, _ = engine_inputs(settings)
     assert (config.backend, config.gguf_file) == ("hf", "/d/other.gguf")
+
+
+def test_paths_from_the_settings_reach_the_engine_absolute(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    settings = Settings(tmp_path / "s.json")
+    settings.set("model.path", "models/small.gguf")
+    config, _, _ = engine_inputs(settings)
+    assert config.path == str(tmp_path / "models" / "small.gguf")
+    settings.set("model.path", "~/models/../small.gguf")
+    settings.set("model.backend", "hf")  # transformers reading the GGUF: its gguf_file is absolute too
+    config, _, _ = engine_inputs(settings)
+    assert (config.path, config.gguf_file) == (str(tmp_path / "home" / "small.gguf"),) * 2
+    (tmp_path / "home").mkdir()
+    monkeypatch.chdir(tmp_path / "home")
+    assert engine_inputs(settings)[0].path == str(tmp_path / "home" / "small.gguf")  # the same from anywhere
+
+
+def test_the_config_folder_from_the_environment_is_absolute(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HEARTH_CONFIG_DIR", "relative/config")
+    assert settings_path() == tmp_path / "relative" / "config" / "settings.json"
