@@ -98,7 +98,7 @@ class SettingsDialog(QDialog):
     def _start_scan(self, scan: Scan | None, keep_entries: bool, keep_capabilities: bool) -> None:
         recent = self.settings.get("model.recent")
         self._keep = keep_entries, keep_capabilities
-        self.models.hint_label.setText(SCANNING_HINT)
+        self.models.set_hint(SCANNING_HINT)
         job = ModelScan(scan or (lambda: scan_machine(recent)))
         job.finished.connect(self._on_scanned)
         job.start()
@@ -106,7 +106,7 @@ class SettingsDialog(QDialog):
     def _on_scanned(self, result: ScanResult) -> None:
         keep_entries, keep_capabilities = self._keep
         self.scanning = False
-        self.models.hint_label.setText(result.error)
+        self.models.set_hint(result.error)
         if not keep_capabilities:
             self.form.set_capabilities(result.capabilities)
         if not keep_entries:

@@ -36,6 +36,7 @@ class ModelList(QWidget):
         self.list.currentItemChanged.connect(self._on_current_changed)
         self.hint_label = QLabel()
         self.hint_label.setProperty("role", "hint")
+        self.hint_label.hide()
         self.metadata_label = QLabel()
         self.metadata_label.setWordWrap(True)
         self.metadata_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -98,6 +99,11 @@ class ModelList(QWidget):
             item.setFlags(item.flags() & ~Qt.ItemFlag.ItemIsEnabled)
         self.list.addItem(item)
         return item
+
+    def set_hint(self, text: str) -> None:
+        """A line under the list ("Looking for models…", a failed scan); "" hides it."""
+        self.hint_label.setText(text)
+        self.hint_label.setVisible(bool(text))
 
     def texts(self) -> list[str]:
         return [self.list.item(row).text() for row in range(self.list.count())]

@@ -60,7 +60,7 @@ def test_the_dialog_opens_before_the_scan_and_fills_in_when_it_returns(qtbot, tm
     assert held.threads and held.threads[0] is not threading.main_thread()
     assert [text.split("\n")[0] for text in dialog.models.texts()] == [
         "SmolLM2-135M-Instruct.Q4_1  (Bundled default)", "second-model  (Recently used)"]
-    assert dialog.description.path == default_model and dialog.models.hint_label.text() == ""
+    assert dialog.description.path == default_model and dialog.models.hint_label.isHidden()
     gpu = dialog.form.device_combo.findData("cuda:0")
     assert dialog.form.device_combo.itemText(gpu) == "cuda:0: Test GPU (16.0 GiB)" and item_enabled(dialog.form.device_combo, gpu)
     assert dialog.form.gpu_layers_spin.isEnabled()  # "auto" now means the GPU
