@@ -23,6 +23,9 @@ from app.status.memory_probe import MemorySnapshot, format_bytes, gpu_index_of, 
 HISTORY_S = 60.0
 MODEL_NAME_CHARS = 18
 Titles = Callable[[str], str]  # chat id -> tab title
+# Two sentences: the details popup shows them on two lines, the welcome text as one paragraph.
+NO_CHAT_TEMPLATE = ("This model has no chat template, so Hearth lays the chat out in a generic ChatML form.",
+                    "It is likely a base model, which continues text rather than answering.")
 
 
 class Sparkline(QWidget):
@@ -178,6 +181,8 @@ class GaugeWidget(QFrame):
             ("Model", html.escape(self._model_summary())),
             ("Context", f"{self.model.context_length} tokens per chat"),
         ]
+        if not self.model.has_chat_template:
+            rows.append(("Chat template", "<br>".join(html.escape(line) for line in NO_CHAT_TEMPLATE)))
         rows += [("Note", html.escape(note)) for note in self.model.notes]
         cells = "".join(f"<tr><td><b>{k}</b>&nbsp;&nbsp;</td><td>{v}</td></tr>" for k, v in rows)
         return f"<table>{cells}</table>"

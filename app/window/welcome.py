@@ -1,9 +1,10 @@
-"""The first-run welcome shown in an empty chat: which model is loaded and how to add your own."""
+"""The welcome shown in an empty chat: which model is loaded (and whether it can chat at all), how to add your own."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from app.status.gauge import NO_CHAT_TEMPLATE
 from engine.catalog.default_model import DEFAULT_MODEL_NAME, default_model_path
 from engine.protocol import ModelInfo
 
@@ -17,6 +18,8 @@ def welcome_text(info: ModelInfo) -> str:
                  "small and fast, good for trying things out, not for hard questions.")
     else:
         model = f"{Path(info.path).name} is loaded ({info.backend}, {info.quantization}, {where})."
+    if not info.has_chat_template:
+        model += "\n\n" + " ".join(NO_CHAT_TEMPLATE)
     return (f"Welcome to Hearth. {model}\n\n"
             "To use your own model, open Model > Settings… and choose “Open GGUF file…” or "
             "“Open Hugging Face model folder…”; the memory estimate there tells you whether it fits.\n\n"

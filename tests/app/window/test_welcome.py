@@ -19,3 +19,27 @@ def test_an_empty_chat_welcomes_and_the_welcome_gives_way_to_the_chat(qtbot, mak
     window.tabs.setCurrentWidget(second)
     qtbot.waitUntil(second.welcome.isVisible)
     assert second.welcome.text() == text
+
+
+def test_a_model_without_a_chat_template_is_named_as_such_in_every_empty_chat(qtbot, scripted_window) -> None:
+    from tests.app.scripted_bridge import model_info
+
+    window = scripted_window(info=model_info(path="/models/base-model.gguf", has_chat_template=False))
+    first = window.current_tab()
+    text = first.welcome.text()
+    assert "base-model.gguf is loaded (llamacpp, Q4_1, on the CPU)." in text
+    assert "This model has no chat template" in text and "continues text rather than answering" in text
+    second = window.new_chat()
+    window.tabs.setCurrentWidget(second)
+    qtbot.waitUntil(second.welcome.isVisible)
+    assert second.welcome.text() == text
+    assert "This model has no chat template" in window.gauge.details_html()
+
+
+def test_a_chat_model_gets_no_such_note(qtbot, scripted_window) -> None:
+    from tests.app.scripted_bridge import model_info
+
+    window = scripted_window(info=model_info(path="/models/chat-model.gguf"))
+    assert "chat-model.gguf is loaded" in window.current_tab().welcome.text()
+    assert "chat template" not in window.current_tab().welcome.text()
+    assert "chat template" not in window.gauge.details_html().lower()

@@ -1,0 +1,41 @@
+"""The gauge from a ModelInfo and engine stats alone: memory parts, speed, slots and the model's details."""
+
+from __future__ import annotations
+
+from app.status.gauge import GaugeWidget
+from engine.protocol import EngineStats
+from tests.app.scripted_bridge import model_info
+
+MIB = 1 << 20
+
+
+def stats(**changes: object) -> EngineStats:
+    values: dict[str, object] = dict(tokens_per_second=12.5, chat_tokens_per_second=(("a", 12.5),), slots_busy=1,
+                                     slots_total=4, kv_cache_bytes=360 * MIB, model_bytes=92 * MIB,
+                                     total_generated_tokens=40)
+    values.update(changes)
+    return EngineStats(**values)  # type: ignore[arg-type]
+
+
+def test_the_bar_shows_model_kv_and_the_rest_of_this_process(qtbot) -> None:
+    gauge = GaugeWidget(lambda chat_id: {"a": "Recipes"}.get(chat_id, "closed chat"))
+    qtbot.addWidget(gauge)
+    gauge.set_model(model_info())
+    gauge.update_stats(stats())
+    parts = gauge.memory_bar.parts
+    assert [(part.name, part.size) for part in parts[:2]] == [("model", 92 * MIB), ("KV cache", 360 * MIB)]
+    assert gauge.memory_bar.scale == gauge.memory.process_bytes  # RAM: this process's share is the whole bar
+    assert parts[2].size == max(gauge.memory.process_bytes - 452 * MIB, 0)
+    assert gauge.speed_label.text() == "12.5 tok/s" and gauge.slots_label.text() == "slots 1/4"
+    details = gauge.details_html()
+    assert "Recipes" in details and "4096 tokens per chat" in details and "Chat template" not in details
+
+
+def test_the_details_say_when_the_model_has_no_chat_template(qtbot) -> None:
+    gauge = GaugeWidget(lambda _chat_id: "")
+    qtbot.addWidget(gauge)
+    gauge.set_model(model_info(has_chat_template=False))
+    details = gauge.details_html()
+    assert "<b>Chat template</b>" in details and "likely a base model, which continues text" in details
+    gauge.set_model(None)
+    assert gauge.details_html() == "No model is loaded."
