@@ -78,17 +78,6 @@ def test_edit_a_question_sends_a_new_branch_and_the_old_one_stays_reachable(qtbo
     assert bars(again.current_tab()) == ["< 1/2 >", ""]
 
 
-def test_cancel_edit_leaves_the_conversation_alone(qtbot, make_window) -> None:
-    window = make_window(max_new_tokens=4)
-    wait_restored(qtbot, window)
-    tab = window.current_tab()
-    answer = send_and_wait(qtbot, tab, "Hello.")
-    tab.message_actions.begin_edit(0)
-    click(qtbot, tab.cancel_edit_button)
-    assert tab.message_actions.editing_index is None and tab.input.toPlainText() == "" and tab.send_button.text() == "Send"
-    assert conversation(tab) == [("user", "Hello."), ("assistant", answer)]
-
-
 def test_delete_removes_the_message_and_its_answers_and_stays_deleted(qtbot, make_window) -> None:
     window = make_window(max_new_tokens=6)
     wait_restored(qtbot, window)
