@@ -86,7 +86,7 @@ def _run_window(args: argparse.Namespace, qt_args: list[str]) -> int:
         model_path = str(default_model_path() or "")
     window = MainWindow(model_path=model_path or None)
     if args.self_test:
-        from app.misc.selftest import SelfTest
+        from app.window.selftest import SelfTest
 
         test = SelfTest(window, tabs=args.tabs, max_tokens=args.max_tokens, timeout_s=args.timeout)
         uninstall = logs.install_excepthooks(test.on_unhandled_error)

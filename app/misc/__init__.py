@@ -1,1 +1,1 @@
-"""What the window needs around it: About, crash reports, logs, the self-test, the desktop entry, Qt guards."""
+"""What the window needs around it: About, crash reports, logs, the desktop entry, paths, Qt guards."""
