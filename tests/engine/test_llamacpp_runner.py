@@ -2,19 +2,33 @@
 
 from __future__ import annotations
 
-from typing import Any
+from itertools import islice
 
 import llama_cpp
+import numpy as np
 import pytest
 
 from engine.protocol import ChatMessage, ModelConfig, SamplingParams
 from engine.runners.base import CacheFull, RunnerError, SlotWork
 from engine.runners.llamacpp.runner import LlamaCppRunner
-from engine.runners.llamacpp.load import llama_log, same_model_params_for_highlevel
+from engine.runners.llamacpp.load import default_threads, llama_log, same_model_params_for_highlevel
 
 GREEDY = SamplingParams(temperature=0)
 POEM = (ChatMessage("system", "You are a concise assistant."), ChatMessage("user", "Write a short poem about the sea."))
 FRANCE = (ChatMessage("system", "You are a helpful assistant."), ChatMessage("user", "What is the capital of France?"))
+# Logits, not tokens, are compared: llama.cpp's kernels differ between CPUs (AMX/AVX-512 vs AVX2) in
+# the last digits, and a greedy choice between two near-equal logits may fall either way (FRANCE's
+# first token: "The" 23.90 vs "La" 23.77 here; POEM's on an AMD EPYC: 26.180 vs 26.173).
+# Like with like (same settings, same kernels) agrees bit for bit on this Intel machine, 32 steps with
+# flash attention on and off; NEAR_TIE is 2x the largest shift known between two legitimate settings
+# (flash attention on vs off moved POEM's top two logits 0.12 apart on the AMD machine).
+NEAR_TIE = 0.25
+# Where a chat's tokens sit in the unified cache changes the order of flash attention's f16 sums:
+# after cache edits the head of the distribution moved by 0.30 in log-probability here (0.56 in raw
+# logits, all in the same direction). 1.0 is 3x that; a real defect (a stale tail left in the
+# cache, wrong positions) moved it by 17-22.
+LAYOUT_TOLERANCE = 1.0
+NEAR_TIES_ALLOWED = 2  # steps whose token may be a near-tie rather than the argmax itself
 
 
 def _ignore_progress(_fraction: float, _message: str) -> None:
@@ -54,23 +68,66 @@ def _text(runner: LlamaCppRunner, tokens: list[int]) -> str:
     return "".join(detokenizer.add(t) for t in tokens) + detokenizer.flush()
 
 
-def test_greedy_tokens_match_llama_cpp_pythons_own_completion(runner: LlamaCppRunner, default_model: str) -> None:
-    prompt = runner.render_chat(POEM)
-    ours = _generate(runner, 0, runner.tokenize(prompt), 32)
+def _teacher_forced_gaps(runner: LlamaCppRunner, slot: int, prompt: list[int], tokens: list[int]) -> list[float]:
+    """Feed `tokens` after `prompt`, one per step as generation does; for each, how far its logit
+    lies below the best one at that step (0.0: it is our greedy choice)."""
+    runner.clear_slot(slot)
+    runner.begin_turn(slot, GREEDY)
+    gaps: list[float] = []
+    feed, position = prompt, 0
+    for token in tokens:
+        runner.forward([SlotWork(slot, feed, position, True)])
+        logits = runner.last_logits(slot)
+        gaps.append(float(logits.max() - logits[token]))
+        position, feed = position + len(feed), [token]
+    return gaps
 
-    with same_model_params_for_highlevel():
-        reference = llama_cpp.Llama(model_path=default_model, n_ctx=1024, verbose=False)
+
+def _assert_follows(gaps: list[float], margin: float, what: str) -> None:
+    """Every token is our argmax or within `margin` of it, and all but NEAR_TIES_ALLOWED are the argmax."""
+    exact = sum(gap == 0.0 for gap in gaps)
+    assert max(gaps) <= margin and exact >= len(gaps) - NEAR_TIES_ALLOWED, f"{what}: logit gaps {gaps}"
+
+
+def _log_probabilities(logits: np.ndarray) -> np.ndarray:
+    shifted = logits.astype(np.float64) - logits.max()
+    return shifted - np.log(np.exp(shifted).sum())
+
+
+def _distribution_shift(expected: np.ndarray, found: np.ndarray) -> float:
+    """Largest change in log-probability among the 20 tokens `expected` finds likeliest."""
+    top = np.argsort(expected)[-20:]  # where a greedy or sampled choice is made
+    return float(np.abs(_log_probabilities(expected)[top] - _log_probabilities(found)[top]).max())
+
+
+def test_greedy_tokens_follow_llama_cpp_pythons_own_greedy_generation(default_model: str) -> None:
+    # llama-cpp-python's defaults for the context (1,024 cells, batch and micro-batch 512), one sequence,
+    # the same threads and the attention "auto" resolved to on both sides: like with like.
+    runner = _load(default_model, slots=1, context_length=1024, batch_tokens=512)
     try:
-        completion: Any = reference.create_completion(prompt, max_tokens=32, temperature=0, repeat_penalty=1.0)
-        theirs = reference.tokenize(completion["choices"][0]["text"].encode("utf-8"), add_bos=False, special=False)
-    finally:
-        reference.close()
+        text = runner.render_chat(POEM)
+        prompt = runner.tokenize(text)
+        threads, threads_batch = default_threads()
+        with same_model_params_for_highlevel():
+            reference = llama_cpp.Llama(
+                model_path=default_model, n_ctx=1024, n_batch=512, n_ubatch=512, n_threads=threads,
+                n_threads_batch=threads_batch, flash_attn=runner.info.attention == "flash attention on", verbose=False,
+            )
+        try:
+            assert reference.tokenize(text.encode("utf-8"), special=True) == prompt
+            generation = reference.generate(prompt, temp=0.0, repeat_penalty=1.0)
+            theirs = list(islice(generation, 32))
+            generation.close()
+        finally:
+            reference.close()
 
-    assert completion["usage"]["prompt_tokens"] == len(runner.tokenize(prompt))
-    assert completion["usage"]["completion_tokens"] == len(ours) == 32
-    assert _text(runner, ours) == completion["choices"][0]["text"]
-    assert ours == theirs
-    assert "sea" in _text(runner, ours).lower() or "ocean" in _text(runner, ours).lower() or len(set(ours)) > 10
+        assert len(theirs) == 32 and not any(runner.is_end_of_generation(t) for t in theirs)
+        gaps = _teacher_forced_gaps(runner, 0, prompt, theirs)
+        _assert_follows(gaps, NEAR_TIE, "llama-cpp-python's greedy tokens")
+        answer = _text(runner, theirs).lower()
+        assert "sea" in answer or "ocean" in answer or "wave" in answer, answer
+    finally:
+        runner.close()
 
 
 def _generate_together(runner: LlamaCppRunner, prompts: list[list[int]], count: int) -> list[list[int]]:
@@ -102,44 +159,47 @@ def test_slots_batched_in_one_forward_do_not_see_each_other(runner: LlamaCppRunn
 
     assert with_poem[1] == with_other[1]  # slot 1 is bit-for-bit unaffected by what slot 0 holds
     assert with_poem[0] != with_other[0]
-    assert "Paris" in _text(runner, with_poem[1])
-    # Against each slot run alone the text agrees here, but llama.cpp does not promise equal bits: a
-    # unified cache changes the kernels' rounding with the batch's shape (logits move by up to ~0.6,
-    # as much as flash attention on vs off), so a near-tie between two tokens may break the other way.
-    assert "Paris" in _text(runner, _generate(runner, 1, france, 12))
+    # Batched, slot 1 says what it says alone: each of its tokens is, alone, the greedy choice or a near-tie.
+    runner.clear_slot(0)
+    gaps = _teacher_forced_gaps(runner, 1, france, with_poem[1])
+    _assert_follows(gaps, LAYOUT_TOLERANCE, "slot 1 batched vs alone")
 
 
 def test_removing_a_tail_and_feeding_it_again_gives_the_same_next_token(runner: LlamaCppRunner) -> None:
     prompt = runner.tokenize(runner.render_chat(FRANCE))
     other = runner.tokenize(" elephants, elephants and more elephants with long grey")
-    expected = _prefill(runner, 0, prompt)
+    _prefill(runner, 0, prompt)
+    expected = runner.last_logits(0)
     keep = len(prompt) - 10
 
     assert runner.remove_from(0, keep)
     runner.begin_turn(0, GREEDY)
-    detour = runner.forward([SlotWork(0, other, keep, True)])[0]  # a different tail in the same place
+    runner.forward([SlotWork(0, other, keep, True)])  # a different tail in the same place
+    detour = runner.last_logits(0)
     assert runner.remove_from(0, keep)
     runner.begin_turn(0, GREEDY)
-    again = runner.forward([SlotWork(0, prompt[keep:], keep, True)])[0]
+    runner.forward([SlotWork(0, prompt[keep:], keep, True)])
 
-    assert again == expected
-    assert detour != expected
+    assert _distribution_shift(expected, runner.last_logits(0)) <= LAYOUT_TOLERANCE
+    assert _distribution_shift(expected, detour) > 10 * LAYOUT_TOLERANCE
 
 
 def test_a_prefix_copied_from_another_slot_serves_without_recomputing_it(runner: LlamaCppRunner) -> None:
     prompt = runner.tokenize(runner.render_chat(FRANCE))
-    expected = _prefill(runner, 0, prompt)
+    _prefill(runner, 0, prompt)
+    expected = runner.last_logits(0)
     shared = len(prompt) - 3
 
     runner.copy_prefix(0, 1, shared)
     runner.begin_turn(1, GREEDY)
-    continued = runner.forward([SlotWork(1, prompt[shared:], shared, True)])[1]
+    runner.forward([SlotWork(1, prompt[shared:], shared, True)])
 
-    assert continued == expected
+    assert _distribution_shift(expected, runner.last_logits(1)) <= LAYOUT_TOLERANCE
     assert runner.remove_from(0, 0)  # the source lets go of the cells; the copy keeps them
     runner.begin_turn(1, GREEDY)
     assert runner.remove_from(1, shared)
-    assert runner.forward([SlotWork(1, prompt[shared:], shared, True)])[1] == expected
+    runner.forward([SlotWork(1, prompt[shared:], shared, True)])
+    assert _distribution_shift(expected, runner.last_logits(1)) <= LAYOUT_TOLERANCE
 
 
 def test_the_models_own_template_renders_system_and_user(runner: LlamaCppRunner) -> None:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence, cast
 
 import llama_cpp
+import numpy as np
 
 from engine.chat_template import render_chat
 from engine.detokenizer import ByteDetokenizer
@@ -43,6 +44,7 @@ class LlamaCppRunner:
         self._samplers: dict[int, int] = {}
         self._fresh: set[int] = set()  # slots whose sampler has not yet seen this turn's prompt
         self._pieces: dict[int, bytes] = {}
+        self._sampled_at: dict[int, int] = {}  # slot -> batch index of its logits in the last step
         self._template = _text(llama_cpp.llama_model_chat_template(model, None))
         self._bos_text = self._token_text(llama_cpp.llama_vocab_bos(self._vocab))
         self._eos_text = self._token_text(llama_cpp.llama_vocab_eos(self._vocab))
@@ -190,11 +192,19 @@ class LlamaCppRunner:
             )
         if result != 0:
             raise RunnerError(f"llama.cpp failed to decode a batch of {self._batch.n_tokens} tokens (error {result}).")
+        self._sampled_at = dict(outputs)
         sampled: dict[int, int] = {}
         for slot, index in outputs:
             sampled[slot] = int(llama_cpp.llama_sampler_sample(self._samplers[slot], self._context, index))
             self._fresh.discard(slot)
         return sampled
+
+    def last_logits(self, slot: int) -> np.ndarray:
+        """The logits `slot` sampled from in the last step (a copy): for checks against a reference."""
+        if self._context is None or slot not in self._sampled_at:
+            raise RunnerError(f"Slot {slot} sampled nothing in the last step.")
+        row = llama_cpp.llama_get_logits_ith(self._context, self._sampled_at[slot])
+        return np.ctypeslib.as_array(row, shape=(self._n_vocab,)).copy()
 
     def _fill_batch(self, work: Sequence[SlotWork]) -> list[tuple[int, int]]:
         """Every slot's tokens into the one batch; (slot, batch index) where logits are wanted."""

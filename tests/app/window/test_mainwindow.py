@@ -203,15 +203,19 @@ def test_tabs_open_close_rename_and_switch_from_the_keyboard(qtbot, make_window)
 def test_regenerate_answers_again_and_reuses_the_cache(qtbot, make_window) -> None:
     window = make_window()
     tab = window.current_tab()
-    type_and_send(qtbot, tab, "Name three colours.")
+    with qtbot.waitSignal(window.bridge.turn_started, timeout=30_000) as first:
+        type_and_send(qtbot, tab, "Name three colours.")
     qtbot.waitUntil(lambda: not tab.answering, timeout=60_000)
-    first_answer = tab.messages[-1].content
     with qtbot.waitSignal(window.bridge.turn_started, timeout=30_000) as started:
         tab.regenerate_button.click()
-    assert started.args[0].reused_tokens > 0  # the question is still in the slot's KV cache
+    # The same question again, without the old answer; all but its last token come from the slot's
+    # KV cache. (Not "the same text again": the last token is now computed alone, not in the prompt's
+    # batch, and on another CPU that rounding may tip a near-tie between two tokens the other way.)
+    assert started.args[0].prompt_tokens == first.args[0].prompt_tokens
+    assert started.args[0].reused_tokens == started.args[0].prompt_tokens - 1
     qtbot.waitUntil(lambda: not tab.answering, timeout=60_000)
     assert [m.role for m in tab.messages] == ["user", "assistant"]
-    assert tab.messages[-1].content == first_answer  # greedy: the same answer again
+    assert tab.messages[-1].content.strip()
     assert len([c for c in tab.view.cards() if c.role == "assistant"]) == 1
 
 
