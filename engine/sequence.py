@@ -29,7 +29,6 @@ class Sequence:
     detokenizer: Detokenizer
     submitted_at: float = field(default_factory=time.perf_counter)
     status: Status = Status.WAITING
-    slot: int | None = None
     computed: int = 0
     reused: int = 0
     output: list[int] = field(default_factory=list)
@@ -38,7 +37,7 @@ class Sequence:
     first_token_at: float | None = None
     finished_at: float | None = None
     finish_reason: FinishReason | None = None
-    finish_message: str = ""
+    stop_string_seen: bool = False  # the answer reached one of params.stop: it ends here
 
     def tokens_between(self, start: int, end: int) -> list[int]:
         """tokens[start:end] without building the whole list: this runs every step."""
@@ -65,7 +64,7 @@ class Sequence:
                 cut = min(position for position, _ in hits)
                 shown, self.held = self.held[:cut], ""
                 self.text += shown
-                self.finish_reason = "stop"
+                self.stop_string_seen = True
                 return shown
         keep = _longest_stop_prefix_suffix(self.held, stops)
         shown = self.held[: len(self.held) - keep]

@@ -59,7 +59,7 @@ class Runner(Protocol):
         """Give `target` (cleared first) the first `length` cached positions of `source`.
 
         Chats that open with the same system prompt then compute it once.
-        False where the backend cannot share a prefix between slots.
+        False where the backend cannot share a prefix between slots; `target` is then untouched.
         """
 
     def forward(self, work: Sequence[SlotWork]) -> dict[int, int]:

@@ -23,12 +23,13 @@ def encode(text: str) -> list[int]:
 
 class FakeRunner:
     def __init__(self, replies: dict[str, str], slots: int = 2, batch_tokens: int = 64, context_length: int = 256,
-                 can_remove: bool = True) -> None:
+                 can_remove: bool = True, can_copy: bool = True) -> None:
         self.replies = replies
         self.slots = slots
         self.batch_tokens = batch_tokens
         self.context_length = context_length
         self.can_remove = can_remove
+        self.can_copy = can_copy
         self.kv: list[list[int]] = [[] for _ in range(slots)]
         self.copies: list[tuple[int, int, int]] = []
         self.steps: list[list[tuple[int, int, bool]]] = []  # per forward: (slot, n tokens, sample)
@@ -59,6 +60,8 @@ class FakeRunner:
         self.kv[slot] = []
 
     def copy_prefix(self, source: int, target: int, length: int) -> bool:
+        if not self.can_copy:
+            return False
         self.kv[target] = list(self.kv[source][:length])
         self.copies.append((source, target, length))
         return True

@@ -171,3 +171,17 @@ def test_chats_opening_alike_compute_the_shared_start_once() -> None:
     assert runner.copies == [(0, 1, len(system))]
     prompt_tokens_fed = sum(n for step in runner.steps for _, n, _ in step)
     assert prompt_tokens_fed == len(system) + 2 + 2 + 2, "the system prompt was computed once"
+
+
+def test_a_backend_that_cannot_copy_a_prefix_keeps_the_chats_own_cache() -> None:
+    system = "You are a helpful assistant. "
+    runner = FakeRunner({"You are": "x", f"{system}b": "y", f"{system}a": "z"}, slots=2, can_copy=False)
+    scheduler = Scheduler(runner)
+    scheduler.submit("a", encode("You are>"), GREEDY)
+    run_until_idle(scheduler)
+    scheduler.submit("b", encode(f"{system}b>"), GREEDY)
+    run_until_idle(scheduler)
+    scheduler.submit("a", encode(f"{system}a>"), GREEDY)  # b's slot holds 29 of these tokens, a's own 7
+    events = run_until_idle(scheduler)
+    assert next(e for e in events if isinstance(e, TurnStarted)).reused_tokens == len("You are")
+    assert text_of(events, "a") == "z" and runner.copies == []
