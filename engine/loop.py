@@ -13,7 +13,7 @@ import threading
 import time
 import traceback
 from collections import deque
-from typing import Callable
+from typing import Callable, get_args
 
 from engine.protocol import (
     Cancel,
@@ -63,6 +63,10 @@ class EngineLoop:
         self._thread.start()
 
     def send(self, command: Command) -> None:
+        """Queue a command; anything else is refused here, on the caller's thread, where the bug is."""
+        if not isinstance(command, get_args(Command)):
+            raise TypeError(f"EngineLoop.send takes a command ({', '.join(c.__name__ for c in get_args(Command))}), "
+                            f"not {command!r}")
         self._inbox.put(command)
 
     def cancel_load(self) -> None:
@@ -112,10 +116,14 @@ class EngineLoop:
             self._load(command)
         elif isinstance(command, Submit):
             self._submit(command)
-        elif isinstance(command, Cancel) and self._scheduler is not None:
-            self._emit_all(self._scheduler.cancel(command.chat_id))
-        elif isinstance(command, CloseChat) and self._scheduler is not None:
-            self._emit_all(self._scheduler.close(command.chat_id))
+        elif isinstance(command, Cancel):
+            if self._scheduler is not None:  # without a model no turn runs, so there is none to end
+                self._emit_all(self._scheduler.cancel(command.chat_id))
+        elif isinstance(command, CloseChat):
+            if self._scheduler is not None:
+                self._emit_all(self._scheduler.close(command.chat_id))
+        else:  # send() refuses these; only a put around it gets here, and that is the engine's bug
+            raise TypeError(f"the engine cannot apply {command!r}")
 
     def _submit(self, command: Submit) -> None:
         if self._runner is None or self._scheduler is None:
