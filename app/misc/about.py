@@ -88,8 +88,8 @@ def torch_summary() -> str:
 
 def device_rows() -> list[tuple[str, str]]:
     """The CPU with its RAM, then every NVIDIA GPU (NVML, or torch when it is loaded)."""
-    from engine.catalog.memory import cuda_devices, system_memory
-    from engine.catalog.models import format_bytes
+    from engine.catalog.devices import cuda_devices, system_memory
+    from engine.units import format_bytes
 
     cpu = platform.processor() or platform.machine() or "unknown CPU"
     rows = [("CPU", f"{cpu}, {os.cpu_count() or '?'} logical cores, "

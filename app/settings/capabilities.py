@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib.util
 from dataclasses import dataclass, field
 
-from engine.catalog.memory import DeviceMemory, cuda_devices
+from engine.catalog.devices import DeviceMemory, cuda_devices
 
 
 @dataclass(frozen=True)

@@ -24,8 +24,9 @@ from app.settings.model_list import ModelList
 from app.settings.model_scan import ModelScan, ScanResult, scan_machine
 from app.settings.store import Settings, engine_inputs
 from engine.catalog.default_model import default_model_path
-from engine.catalog.memory import DeviceMemory, Estimate, Verdict, estimate, system_memory
-from engine.catalog.models import ModelDescription, ModelEntry
+from engine.catalog.description import ModelDescription, ModelEntry
+from engine.catalog.devices import DeviceMemory, system_memory
+from engine.catalog.memory import Estimate, Verdict, estimate
 from engine.protocol import ModelConfig
 
 Scan = Callable[[], ScanResult]

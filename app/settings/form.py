@@ -17,8 +17,8 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QFormLayout
 from app.settings.capabilities import Capabilities
 from app.settings.store import Settings
 from app.settings.widgets import combo, double_spin, item_enabled, select, set_item_enabled, spin
-from engine.catalog.memory import DeviceMemory
-from engine.catalog.models import ModelDescription
+from engine.catalog.description import ModelDescription
+from engine.catalog.devices import DeviceMemory
 
 QUANTIZED_KV_REASON = "A quantized KV cache needs flash attention: set flash attention to auto or on."
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 from PySide6.QtWidgets import QGroupBox, QLabel, QVBoxLayout, QWidget
 
 from app.status.memory_bar import KV_COLOR, OTHER_COLOR, WEIGHTS_COLOR, BarPart, MemoryBar
-from engine.catalog.memory import DeviceMemory, Estimate, Verdict, verdict
-from engine.catalog.models import format_bytes
+from engine.catalog.devices import DeviceMemory
+from engine.catalog.memory import Estimate, Verdict, verdict
+from engine.units import format_bytes
 
 VERDICT_COLORS = {"fits": "#2e7d32", "tight": "#b26a00", "does not fit": "#c62828"}
 HEADROOM = 1.05  # the bar's scale: a little past the larger of the estimate and the free memory

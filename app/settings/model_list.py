@@ -14,7 +14,9 @@ from collections.abc import Sequence
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QFileDialog, QHBoxLayout, QLabel, QListWidget, QListWidgetItem, QPushButton, QVBoxLayout, QWidget
 
-from engine.catalog.models import ModelDescription, ModelEntry, ModelReadError, describe, format_bytes
+from engine.catalog.description import ModelDescription, ModelEntry, ModelReadError
+from engine.catalog.models import describe
+from engine.units import format_bytes
 
 PATH_ROLE = Qt.ItemDataRole.UserRole
 ERROR_COLOR = "#c62828"

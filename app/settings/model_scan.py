@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from PySide6.QtCore import QCoreApplication, QObject, Signal, Slot
 
 from app.settings.capabilities import Capabilities, probe_capabilities
-from engine.catalog.models import ModelEntry, discover
+from engine.catalog.description import ModelEntry
+from engine.catalog.models import discover
 
 log = logging.getLogger(__name__)
 

@@ -18,7 +18,8 @@ from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
 from app.bridge import EngineStats, ModelInfo
 from app.status.memory_bar import KV_COLOR, OTHER_COLOR, WEIGHTS_COLOR, BarPart, MemoryBar
-from app.status.memory_probe import MemorySnapshot, format_bytes, gpu_index_of, snapshot
+from app.status.memory_probe import MemorySnapshot, gpu_index_of, snapshot
+from engine.units import format_bytes
 
 HISTORY_S = 60.0
 MODEL_NAME_CHARS = 18

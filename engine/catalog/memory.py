@@ -1,8 +1,7 @@
-"""How much memory a model will take before it is loaded, and how much there is.
+"""How much memory a model will take before it is loaded, and whether that fits.
 
-`estimate` and `verdict` are pure functions of a ModelDescription and a
-ModelConfig; the probes read free RAM (psutil) and CUDA memory (NVML). torch is
-never imported here: a probe must not cost seconds of import time.
+`estimate` and `verdict` are pure functions of a ModelDescription, a ModelConfig
+and the free and total bytes engine/catalog/devices.py reads from the machine.
 """
 
 from __future__ import annotations
@@ -11,8 +10,9 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Literal
 
-from engine.catalog.models import ModelDescription, format_bytes
+from engine.catalog.description import ModelDescription
 from engine.protocol import ModelConfig
+from engine.units import format_bytes
 
 KV_BYTES_PER_ELEMENT = {"f16": 2.0, "q8_0": 34 / 32, "q4_0": 18 / 32}  # ggml block sizes
 DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "fp32": 4, "fp16": 2, "bf16": 2}
@@ -76,19 +76,6 @@ class Verdict:
     suggestion: str = ""  # the change that would make it fit; empty when it fits
 
 
-@dataclass(frozen=True)
-class DeviceMemory:
-    device: str  # "cpu", "cuda:0"
-    name: str  # "RAM", "NVIDIA H200"
-    free_bytes: int
-    total_bytes: int
-
-    def label(self) -> str:
-        if self.device == "cpu":
-            return f"CPU ({format_bytes(self.total_bytes)} RAM)"
-        return f"{self.device}: {self.name} ({format_bytes(self.total_bytes)})"
-
-
 # ---------------------------------------------------------------- the estimate
 
 
@@ -134,7 +121,7 @@ def _llamacpp_overhead(model: ModelDescription, config: ModelConfig, cells: int,
     """Runtime bytes besides weights and KV cache: (in RAM, on the GPU).
 
     Calibrated on the CPU against process RSS growth (SmolLM2-135M Q4_1, see
-    tests/engine/test_memory.py): the runtime and vocabulary (~16 MiB), the GGUF's
+    tests/engine/catalog/test_memory.py): the runtime and vocabulary (~16 MiB), the GGUF's
     metadata pages (mapped with the weights), one logits row per slot, and the
     activations of one micro-batch that a real step touches (~17 floats per
     embedding dimension per token with flash attention). Without flash attention
@@ -227,48 +214,3 @@ def _largest_context(result: Estimate, budget: int) -> int:
         else:
             high = middle - 1
     return low * CONTEXT_STEP
-
-
-# ---------------------------------------------------------------- probes
-
-
-def system_memory() -> DeviceMemory:
-    import psutil
-
-    memory = psutil.virtual_memory()
-    return DeviceMemory("cpu", "RAM", int(memory.available), int(memory.total))
-
-
-def process_rss() -> int:
-    """Resident memory of this process: what the gauge shows on the CPU."""
-    import psutil
-
-    return int(psutil.Process().memory_info().rss)
-
-
-def cuda_devices() -> list[DeviceMemory]:
-    """Every NVIDIA GPU NVML sees, with free and total memory; [] without a driver or nvidia-ml-py."""
-    try:
-        import pynvml
-    except ImportError:
-        return []
-    try:
-        pynvml.nvmlInit()
-    except Exception:  # NVMLError: no driver, no GPU, or a container without the library
-        return []
-    try:
-        return [_nvml_device(pynvml, index) for index in range(pynvml.nvmlDeviceGetCount())]
-    except Exception:
-        return []
-    finally:
-        pynvml.nvmlShutdown()
-
-
-def _nvml_device(pynvml: object, index: int) -> DeviceMemory:
-    # NVML numbers devices by PCI bus; CUDA does too when CUDA_DEVICE_ORDER=PCI_BUS_ID,
-    # which is the usual set-up on single-GPU and homogeneous machines
-    handle = pynvml.nvmlDeviceGetHandleByIndex(index)  # type: ignore[attr-defined]
-    name = pynvml.nvmlDeviceGetName(handle)  # type: ignore[attr-defined]
-    info = pynvml.nvmlDeviceGetMemoryInfo(handle)  # type: ignore[attr-defined]
-    name = name.decode() if isinstance(name, bytes) else str(name)
-    return DeviceMemory(f"cuda:{index}", name, int(info.free), int(info.total))

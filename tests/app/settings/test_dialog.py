@@ -77,7 +77,7 @@ def test_default_gguf_fills_the_fields_from_its_metadata(make_dialog, settings: 
     estimate = dialog.current_estimate()
     assert estimate is not None and estimate.kv_cache_bytes == 2 * 30 * 3 * 64 * 4096 * 4 * 2
     assert "shared by all 4 chats" in dialog.form.kv_note_label.text()
-    assert "360.0 MiB" in dialog.memory.breakdown_label.text()  # the KV cache in the breakdown
+    assert "360 MiB" in dialog.memory.breakdown_label.text()  # the KV cache in the breakdown
     assert dialog.memory.verdict_label.text().count("Fits.") == 1
 
 

@@ -14,7 +14,7 @@ from app.settings.dialog import SettingsDialog
 from app.settings.model_scan import ModelScan, ScanResult, scan_machine
 from app.settings.store import Settings
 from app.settings.widgets import item_enabled
-from engine.catalog.memory import DeviceMemory
+from engine.catalog.devices import DeviceMemory
 from engine.catalog.models import discover
 
 GPU = DeviceMemory("cuda:0", "Test GPU", free_bytes=8 << 30, total_bytes=16 << 30)

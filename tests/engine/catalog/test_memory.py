@@ -8,12 +8,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-import psutil
 import pytest
 
-from engine.catalog.memory import (Estimate, cuda_devices, estimate, kv_cache_bytes, process_rss, suggest, system_memory,
-                           verdict)
-from engine.catalog.models import ModelDescription, describe
+from engine.catalog.description import ModelDescription
+from engine.catalog.memory import Estimate, estimate, kv_cache_bytes, suggest, verdict
+from engine.catalog.models import describe
 from engine.protocol import ModelConfig
 
 MiB = 1 << 20
@@ -123,23 +122,6 @@ def test_suggestions_beyond_context() -> None:
     assert suggest(hf, int(hf.total_bytes * 0.8)) == "Load it in 4-bit (NF4)."
 
 
-def test_probes() -> None:
-    ram = system_memory()
-    assert ram.total_bytes == psutil.virtual_memory().total and 0 < ram.free_bytes <= ram.total_bytes
-    assert process_rss() > 10 * MiB
-    try:
-        import pynvml
-
-        pynvml.nvmlInit()
-        expected = pynvml.nvmlDeviceGetCount()
-        pynvml.nvmlShutdown()
-    except Exception:  # no driver on this machine: the probe must say "no GPU", not fail
-        expected = 0
-    devices = cuda_devices()
-    assert len(devices) == expected
-    assert all(d.total_bytes >= d.free_bytes > 0 and d.device.startswith("cuda:") for d in devices)
-
-
 MEASURE = """
 import json, sys
 import psutil
@@ -167,7 +149,7 @@ print(json.dumps({"after_load": loaded - before, "after_steps": used - before}))
 @pytest.mark.slow
 def test_estimate_is_within_ten_percent_of_measured_rss(default_model: str) -> None:
     """Bytes, not time: the process's resident memory growth when the engine loads the default model."""
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[3]
     run = subprocess.run([sys.executable, "-c", MEASURE, default_model], cwd=root, capture_output=True,
                          text=True, timeout=300, check=False)
     assert run.returncode == 0, run.stderr[-2000:]

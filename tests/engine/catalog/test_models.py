@@ -8,7 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine.catalog.models import ModelReadError, describe, discover, read_gguf_header
+from engine.catalog.description import ModelReadError
+from engine.catalog.gguf import read_gguf_header
+from engine.catalog.models import describe, discover
 
 TINY_CONFIG = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 64,
                "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4,
