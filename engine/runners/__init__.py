@@ -5,9 +5,7 @@ from __future__ import annotations
 from typing import Callable
 
 from engine.protocol import ModelConfig
-from engine.runners.base import Runner
-
-Progress = Callable[[float, str], None]
+from engine.runners.base import Progress, Runner
 
 
 def load_runner(config: ModelConfig, progress: Progress, cancelled: Callable[[], bool]) -> Runner:

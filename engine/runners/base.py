@@ -8,9 +8,12 @@ ONE batched forward pass and samples where asked.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol, Sequence
+from typing import Callable, Protocol, Sequence
 
 from engine.protocol import ChatMessage, ModelInfo, SamplingParams
+
+Progress = Callable[[float, str], None]  # loading: fraction done (0..1), what is being done
+PENALTY_LAST_N = 64  # tokens the repeat penalty looks back over: llama.cpp's default, on both backends
 
 
 @dataclass

@@ -49,7 +49,7 @@ def test_percentiles_interpolate() -> None:
 
 def test_hf_bench_reports_generate_and_generate_batch_baselines(tmp_path: Path) -> None:
     pytest.importorskip("transformers")
-    from tests.engine.tiny_hf import build_tiny_llama
+    from tests.engine.runners.hf.tiny_hf import build_tiny_llama
 
     folder = build_tiny_llama(tmp_path / "tiny")
     out = tmp_path / "hf.json"

@@ -22,11 +22,10 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import torch  # noqa: E402
 
 from engine.protocol import ModelConfig  # noqa: E402
-from engine.runners.base import LoadCancelled, RunnerError  # noqa: E402
+from engine.runners.base import LoadCancelled, Progress, RunnerError  # noqa: E402
 from engine.runners.hf.progress import WEIGHTS_START, weights_progress  # noqa: E402
 from engine.runners.hf.quant import choose_attention, choose_device, choose_dtype, quantization_config  # noqa: E402
 
-Progress = Callable[[float, str], None]
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl")
 
 
@@ -46,7 +45,6 @@ class Loaded:
     dtype: torch.dtype
     attention: str
     quantization: str
-    notes: list[str]
 
 
 def resolve_source(config: ModelConfig) -> Source:
@@ -147,7 +145,7 @@ def load(config: ModelConfig, progress: Progress, cancelled: Callable[[], bool])
     progress(WEIGHTS_START, "loading weights")
     model = _load_weights(source, device, dtype, attention, quant, progress, cancelled)
     label = quant_label or _dtype_label(dtype)
-    return Loaded(model, tokenizer, source, device, dtype, model.config._attn_implementation, label, [])
+    return Loaded(model, tokenizer, source, device, dtype, model.config._attn_implementation, label)
 
 
 def _checkpoint(cancelled: Callable[[], bool]) -> None:

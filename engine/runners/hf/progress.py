@@ -11,9 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from engine.runners.base import LoadCancelled
-
-Progress = Callable[[float, str], None]
+from engine.runners.base import LoadCancelled, Progress
 WEIGHTS_START, WEIGHTS_END = 0.15, 0.95  # share of the progress bar that loading weights takes
 GGUF_SPLIT = 0.75  # a GGUF spends most of its load dequantizing, before "Loading weights"
 

@@ -23,7 +23,7 @@ import torch
 from engine.chat_template import render_chat
 from engine.detokenizer import OffsetDetokenizer
 from engine.protocol import ChatMessage, ModelConfig, ModelInfo, SamplingParams
-from engine.runners.base import CacheFull, RunnerError, SlotWork
+from engine.runners.base import CacheFull, Progress, RunnerError, SlotWork
 from engine.runners.hf.cache import SlotCache, StepPlan, build_plan, uses_varlen
 from engine.runners.hf.load import Loaded, load
 from engine.runners.hf.quant import attention_label
@@ -41,15 +41,14 @@ class HfRunner:
         self._varlen = uses_varlen(loaded.attention)  # packed cu_seqlens instead of a mask
         text_config = self.model.config.get_text_config()
         self.trained_context_length = int(getattr(text_config, "max_position_embeddings", 0) or 0)
-        notes = list(loaded.notes)
+        notes: list[str] = []  # what a person should know about the context or the kernels
         self.context_length = self._usable_context(config.context_length, text_config, notes)
         self.slots = config.slots
         self.batch_tokens = config.batch_tokens
         self._cache = SlotCache(
             text_config.num_hidden_layers, self.slots, self.context_length, preallocate=self.device.type == "cuda"
         )
-        self._lengths = [0] * self.slots
-        self._history: list[list[int]] = [[] for _ in range(self.slots)]
+        self._history: list[list[int]] = [[] for _ in range(self.slots)]  # the tokens each slot caches
         self._samplers = [SlotSampler(GREEDY) for _ in range(self.slots)]
         self._eog = _end_of_generation_ids(self.model, self.tokenizer)
         parameters = inspect.signature(self.model.forward).parameters
@@ -62,9 +61,7 @@ class HfRunner:
     # ------------------------------------------------------------ loading
 
     @classmethod
-    def load(
-        cls, config: ModelConfig, progress: Callable[[float, str], None], cancelled: Callable[[], bool]
-    ) -> "HfRunner":
+    def load(cls, config: ModelConfig, progress: Progress, cancelled: Callable[[], bool]) -> HfRunner:
         if config.threads:
             torch.set_num_threads(config.threads)
         loaded = load(config, progress, cancelled)
@@ -147,9 +144,7 @@ class HfRunner:
         self._samplers[slot] = SlotSampler(params)
 
     def remove_from(self, slot: int, position: int) -> bool:
-        position = max(0, position)
-        self._lengths[slot] = min(self._lengths[slot], position)
-        del self._history[slot][position:]
+        del self._history[slot][max(0, position):]
         return True
 
     def copy_prefix(self, source: int, target: int, length: int) -> bool:
@@ -157,7 +152,6 @@ class HfRunner:
         return False
 
     def clear_slot(self, slot: int) -> None:
-        self._lengths[slot] = 0
         self._history[slot] = []
 
     def kv_cache_bytes(self) -> int:
@@ -185,7 +179,6 @@ class HfRunner:
         finally:
             self._cache.plan = None
         for item in work:
-            self._lengths[item.slot] = item.start_pos + len(item.tokens)
             history = self._history[item.slot]
             del history[item.start_pos :]
             history.extend(item.tokens)
@@ -200,10 +193,10 @@ class HfRunner:
         for item in work:
             if not 0 <= item.slot < self.slots or not item.tokens:
                 raise RunnerError(f"bad step item for slot {item.slot} ({len(item.tokens)} tokens)")
-            if item.start_pos > self._lengths[item.slot]:
+            cached = len(self._history[item.slot])
+            if item.start_pos > cached:
                 raise RunnerError(
-                    f"slot {item.slot}: step starts at position {item.start_pos}, "
-                    f"but only {self._lengths[item.slot]} are cached"
+                    f"slot {item.slot}: step starts at position {item.start_pos}, but only {cached} are cached"
                 )
             if item.start_pos + len(item.tokens) > self.context_length:
                 raise CacheFull(f"the chat is longer than the context of {self.context_length} tokens")

@@ -13,8 +13,7 @@ from typing import Sequence
 import torch
 
 from engine.protocol import SamplingParams
-
-PENALTY_LAST_N = 64  # llama.cpp's default window for the repeat penalty
+from engine.runners.base import PENALTY_LAST_N
 
 
 class SlotSampler:

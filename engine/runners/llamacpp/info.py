@@ -14,7 +14,8 @@ from pathlib import Path
 import llama_cpp
 
 from engine.protocol import ModelConfig, ModelInfo
-from engine.runners.llamacpp.load import KV_BYTES_PER_ELEMENT, flash_attention_type
+from engine.catalog.memory import KV_BYTES_PER_ELEMENT
+from engine.runners.llamacpp.load import FLASH_ATTENTION
 
 _OFFLOADED = re.compile(r"offloaded (\d+)/(\d+) layers to GPU")
 _DEVICE = re.compile(r"using device (\w+?)(\d*) \(([^)]*)\)")
@@ -81,7 +82,7 @@ def attention(config: ModelConfig, logged: list[str]) -> str:
                 return "flash attention on"
             if lowered.rstrip().endswith(("disabled", "= 0", "= false", "= off")):
                 return "flash attention off"
-    asked = flash_attention_type(config)
+    asked = FLASH_ATTENTION[config.flash_attention]
     if asked == llama_cpp.LLAMA_FLASH_ATTN_TYPE_AUTO:
         return "flash attention auto"
     return "flash attention on" if asked == llama_cpp.LLAMA_FLASH_ATTN_TYPE_ENABLED else "flash attention off"

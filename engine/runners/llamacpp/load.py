@@ -20,14 +20,15 @@ from typing import Callable, Iterator
 import llama_cpp
 
 from engine.protocol import ModelConfig
-from engine.runners.base import LoadCancelled, RunnerError
-
-Progress = Callable[[float, str], None]
+from engine.runners.base import LoadCancelled, Progress, RunnerError
 
 # ggml_log_level in this llama.cpp: 1 debug, 2 info, 3 warn, 4 error, 5 continuation
 _LEVEL_INFO, _LEVEL_ERROR, _LEVEL_CONT = 2, 4, 5
 KV_TYPES = {"f16": llama_cpp.GGML_TYPE_F16, "q8_0": llama_cpp.GGML_TYPE_Q8_0, "q4_0": llama_cpp.GGML_TYPE_Q4_0}
-KV_BYTES_PER_ELEMENT = {"f16": 2.0, "q8_0": 34 / 32, "q4_0": 18 / 32}  # ggml block sizes
+# "auto" leaves it to llama.cpp, which turns it on, on the CPU too. There its kernel is the slower
+# one (2 cores, 1,900 tokens of context: 12 tok/s on, 34 off), but without it the rounding depends on
+# where in the unified cache a chat's cells lie, not only on their order, so the same question may
+# get another greedy answer beside other chats. Choosing speed there is the lead's call.
 FLASH_ATTENTION = {
     "auto": llama_cpp.LLAMA_FLASH_ATTN_TYPE_AUTO,
     "on": llama_cpp.LLAMA_FLASH_ATTN_TYPE_ENABLED,
@@ -242,28 +243,10 @@ def context_params(config: ModelConfig, context_length: int) -> llama_cpp.llama_
         params.n_threads = params.n_threads_batch = config.threads
     else:
         params.n_threads, params.n_threads_batch = default_threads()
-    params.flash_attn_type = flash_attention_type(config)
+    params.flash_attn_type = FLASH_ATTENTION[config.flash_attention]
     params.type_k = params.type_v = KV_TYPES[config.kv_cache_type]
     params.no_perf = True
     return params
-
-
-# llama.cpp's "auto" turns flash attention on for the CPU too, where its kernel is the
-# slower one here (2 cores, 1,900 tokens of context: 12 tok/s on, 34 tok/s off; a
-# 17-token follow-up prompt 1.03 s on, 0.20 s off). But with one unified cache the
-# plain kernel's rounding depends on which cells a chat occupies, so the same
-# question may get another greedy answer beside other chats; flash attention's does
-# not. Left off (llama.cpp decides) until the lead chooses speed over that.
-PLAIN_ATTENTION_ON_CPU = False
-
-
-def flash_attention_type(config: ModelConfig) -> int:
-    """llama.cpp's setting for ours (see PLAIN_ATTENTION_ON_CPU for "auto" on the CPU)."""
-    on_gpu = config.gpu_layers != 0 and bool(llama_cpp.llama_supports_gpu_offload())
-    plain = PLAIN_ATTENTION_ON_CPU and not on_gpu and config.kv_cache_type == "f16"
-    if config.flash_attention == "auto" and plain:
-        return llama_cpp.LLAMA_FLASH_ATTN_TYPE_DISABLED
-    return FLASH_ATTENTION[config.flash_attention]
 
 
 def default_threads() -> tuple[int, int]:

@@ -17,12 +17,10 @@ import numpy as np
 from engine.chat_template import render_chat
 from engine.detokenizer import ByteDetokenizer
 from engine.protocol import ChatMessage, ModelConfig, ModelInfo, SamplingParams
-from engine.runners.base import CacheFull, LoadCancelled, RunnerError, SlotWork
+from engine.runners.base import PENALTY_LAST_N, CacheFull, LoadCancelled, Progress, RunnerError, SlotWork
 from engine.runners.llamacpp.info import build_info
 from engine.runners.llamacpp.load import check_config, check_file, create_context, llama_log, load_model
 
-Progress = Callable[[float, str], None]
-PENALTY_LAST_N = 64  # tokens the repeat penalty looks back over
 
 
 class LlamaCppRunner:

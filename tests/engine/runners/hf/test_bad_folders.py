@@ -24,14 +24,8 @@ from engine.protocol import (  # noqa: E402
 from engine.runners import load_runner  # noqa: E402
 from engine.runners.base import RunnerError  # noqa: E402
 from tests.engine.engine_harness import EngineHarness  # noqa: E402
-from tests.engine.tiny_hf import tiny_model_fixture  # noqa: E402
 
 pytestmark = pytest.mark.hf
-
-
-@pytest.fixture(scope="session")
-def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> str:
-    return tiny_model_fixture(tmp_path_factory)
 
 
 def _clone(good: Path, target: Path, edit: Callable[[dict], None] | None = None) -> Path:

@@ -12,23 +12,17 @@ pytest.importorskip("transformers")
 from engine.protocol import ChatMessage, ModelConfig, SamplingParams  # noqa: E402
 from engine.runners.base import CacheFull, LoadCancelled, SlotWork  # noqa: E402
 from engine.runners.hf.runner import GREEDY, HfRunner  # noqa: E402
-from tests.engine.tiny_hf import (  # noqa: E402
+from tests.engine.runners.hf.tiny_hf import (  # noqa: E402
     answer_alone,
     drive,
     fresh,
     prompt,
     reference_varlen_attention,
-    tiny_model_fixture,
 )
 
 pytestmark = pytest.mark.hf
 
 QUESTIONS = ["Hello!", "What is the capital of France?", "Tell me about cats and dogs.", "Once upon a time"]
-
-
-@pytest.fixture(scope="session")
-def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> str:
-    return tiny_model_fixture(tmp_path_factory)
 
 
 @pytest.fixture(scope="module")
@@ -260,7 +254,7 @@ quiet = llama_cpp.llama_log_callback(lambda *args: None)
 llama_cpp.llama_log_set(quiet, None)
 llama_cpp.llama_backend_init()
 model_params = llama_cpp.llama_model_default_params()
-model_params.use_extra_bufts = False  # AMX kernels fault on some VMs (see llamacpp_load.py)
+model_params.use_extra_bufts = False  # AMX kernels fault on some VMs (see engine/runners/llamacpp/load.py)
 model = llama_cpp.llama_model_load_from_file(path.encode(), model_params)
 vocab = llama_cpp.llama_model_get_vocab(model)
 context_params = llama_cpp.llama_context_default_params()

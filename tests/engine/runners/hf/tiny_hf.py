@@ -95,17 +95,6 @@ def build_tiny_llama(folder: Path, seed: int = 0, init_range: float = 0.2) -> Pa
     return folder
 
 
-def tiny_model_fixture(tmp_path_factory) -> str:  # noqa: ANN001 - pytest's factory
-    """Body of the session fixture in the HF test modules: build once per session."""
-    global _BUILT
-    if _BUILT is None or not Path(_BUILT).is_dir():
-        _BUILT = str(build_tiny_llama(tmp_path_factory.mktemp("tiny_llama")))
-    return _BUILT
-
-
-_BUILT: str | None = None
-
-
 # ---------------------------------------------------------------- driving a runner without the engine
 
 
