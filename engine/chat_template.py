@@ -21,6 +21,9 @@ FALLBACK_TEMPLATE = (
     "{% endfor %}"
     "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
 )
+# Where the fallback's turns end. A model without a template of its own, often a base model, was
+# never taught to stop there: it writes the next turn's markers and goes on, so they end the answer.
+FALLBACK_END_MARKERS = ("<|im_end|>", "<|im_start|>")
 
 
 class ChatTemplateError(Exception):
@@ -43,6 +46,11 @@ def _tojson(value: object, indent: int | None = None) -> str:
     import json
 
     return json.dumps(value, ensure_ascii=False, indent=indent)
+
+
+def end_markers(template: str | None) -> tuple[str, ...]:
+    """Text that ends an answer besides the model's end-of-generation tokens: the fallback's markers."""
+    return () if template else FALLBACK_END_MARKERS
 
 
 def render_chat(

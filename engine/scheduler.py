@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
+from dataclasses import replace
 
 from engine.protocol import (
     Event,
@@ -37,6 +38,8 @@ class Scheduler:
 
     def submit(self, chat_id: str, prompt: list[int], params: SamplingParams) -> list[Event]:
         events = self.cancel(chat_id)
+        if self.runner.end_markers and not params.ignore_eos:
+            params = replace(params, stop=params.stop + self.runner.end_markers)
         sequence = Sequence(chat_id, prompt, params, self.runner.detokenizer())
         limit = self.runner.context_length
         if len(prompt) >= limit:

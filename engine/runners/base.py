@@ -39,6 +39,7 @@ class Runner(Protocol):
     slots: int
     context_length: int  # positions one slot may hold
     batch_tokens: int  # most tokens one forward pass takes
+    end_markers: tuple[str, ...]  # text that ends an answer besides end-of-generation tokens
 
     def render_chat(self, messages: Sequence[ChatMessage]) -> str:
         """The conversation in the model's own template, ready for the answer."""
@@ -48,7 +49,8 @@ class Runner(Protocol):
 
     def detokenizer(self) -> Detokenizer: ...
 
-    def is_end_of_generation(self, token: int) -> bool: ...
+    def is_end_of_generation(self, token: int) -> bool:
+        """The model's own end tokens, and the end markers that are single tokens of its vocabulary."""
 
     def begin_turn(self, slot: int, params: SamplingParams) -> None:
         """A fresh sampler for this slot's new turn."""

@@ -23,13 +23,14 @@ def encode(text: str) -> list[int]:
 
 class FakeRunner:
     def __init__(self, replies: dict[str, str], slots: int = 2, batch_tokens: int = 64, context_length: int = 256,
-                 can_remove: bool = True, can_copy: bool = True) -> None:
+                 can_remove: bool = True, can_copy: bool = True, end_markers: tuple[str, ...] = ()) -> None:
         self.replies = replies
         self.slots = slots
         self.batch_tokens = batch_tokens
         self.context_length = context_length
         self.can_remove = can_remove
         self.can_copy = can_copy
+        self.end_markers = end_markers
         self.kv: list[list[int]] = [[] for _ in range(slots)]
         self.copies: list[tuple[int, int, int]] = []
         self.steps: list[list[tuple[int, int, bool]]] = []  # per forward: (slot, n tokens, sample)

@@ -185,3 +185,18 @@ def test_a_backend_that_cannot_copy_a_prefix_keeps_the_chats_own_cache() -> None
     events = run_until_idle(scheduler)
     assert next(e for e in events if isinstance(e, TurnStarted)).reused_tokens == len("You are")
     assert text_of(events, "a") == "z" and runner.copies == []
+
+
+def test_a_fallback_templates_markers_end_the_answer_and_never_show() -> None:
+    markers = ("<|im_end|>", "<|im_start|>")
+    reply = "Paris.<|im_end|>\n<|im_start|>user\nAnd Spain?"  # a base model writes the next turn as text
+    runner = FakeRunner({"a": reply, "b": "Rome<|im_start|>user"}, slots=2, end_markers=markers)
+    scheduler = Scheduler(runner)
+    scheduler.submit("a", encode("a>"), GREEDY)
+    scheduler.submit("b", encode("b>"), SamplingParams(temperature=0, max_new_tokens=100, stop=("me",)))
+    events = run_until_idle(scheduler)
+    assert (text_of(events, "a"), finished(events, "a").reason) == ("Paris.", "stop")
+    assert finished(events, "a").stats.generated_tokens == len("Paris.<|im_end|>")
+    assert (text_of(events, "b"), finished(events, "b").reason) == ("Ro", "stop")  # its own stops still count
+    scheduler.submit("c", encode("c>"), SamplingParams(temperature=0, ignore_eos=True))
+    assert scheduler.waiting[-1].params.stop == (), "the benchmark's ignore_eos runs on, as past an end token"

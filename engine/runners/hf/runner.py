@@ -20,7 +20,7 @@ from typing import Any, Callable, Sequence
 
 import torch
 
-from engine.chat_template import render_chat
+from engine.chat_template import end_markers, render_chat
 from engine.detokenizer import OffsetDetokenizer
 from engine.protocol import ChatMessage, ModelConfig, ModelInfo, SamplingParams
 from engine.runners.base import CacheFull, Progress, RunnerError, SlotWork
@@ -50,7 +50,9 @@ class HfRunner:
         )
         self._history: list[list[int]] = [[] for _ in range(self.slots)]  # the tokens each slot caches
         self._samplers = [SlotSampler(GREEDY) for _ in range(self.slots)]
+        self.end_markers = end_markers(chat_template(self.tokenizer))
         self._eog = _end_of_generation_ids(self.model, self.tokenizer)
+        self._eog |= _single_token_ids(self.tokenizer, self.end_markers)
         parameters = inspect.signature(self.model.forward).parameters
         self._cache_kwarg = "cache" if "cache" in parameters else "past_key_values"
         self._keeps_logits = "logits_to_keep" in parameters
@@ -116,6 +118,7 @@ class HfRunner:
             gpu_offload=self.device.type == "cuda",
             trained_context_length=self.trained_context_length,
             n_params=int(self.model.num_parameters()),
+            has_chat_template=chat_template(self.tokenizer) is not None,
             notes=tuple(notes),
         )
 
@@ -261,6 +264,12 @@ def _end_of_generation_ids(model: Any, tokenizer: Any) -> set[int]:
         elif isinstance(value, (list, tuple)):
             ids.update(int(v) for v in value)
     return ids
+
+
+def _single_token_ids(tokenizer: Any, texts: Sequence[str]) -> set[int]:
+    """Ids of the texts that are one token of the vocabulary (an end marker a model may emit as such)."""
+    encoded = [tokenizer.encode(text, add_special_tokens=False) for text in texts]
+    return {int(ids[0]) for ids in encoded if len(ids) == 1}
 
 
 def encode_prompt(tokenizer: Any, text: str, bos_wanted: bool) -> list[int]:

@@ -40,6 +40,12 @@ def _meta_int(model: int, key: str) -> int | None:
         return None
 
 
+def chat_template(model: int) -> str | None:
+    """The template the GGUF carries (tokenizer.chat_template); None for most base models."""
+    value = llama_cpp.llama_model_chat_template(model, None)
+    return value.decode("utf-8", errors="replace") if value else None
+
+
 def model_name(model: int, path: Path) -> str:
     return (meta(model, "general.name") or "").strip() or path.stem
 
@@ -147,5 +153,6 @@ def build_info(
         gpu_offload=offloaded,
         trained_context_length=trained,
         n_params=int(llama_cpp.llama_model_n_params(model)),
+        has_chat_template=chat_template(model) is not None,
         notes=notes,
     )

@@ -14,11 +14,11 @@ from typing import Any, Callable, Sequence, cast
 import llama_cpp
 import numpy as np
 
-from engine.chat_template import render_chat
+from engine.chat_template import end_markers, render_chat
 from engine.detokenizer import ByteDetokenizer
 from engine.protocol import ChatMessage, ModelConfig, ModelInfo, SamplingParams
 from engine.runners.base import PENALTY_LAST_N, CacheFull, LoadCancelled, Progress, RunnerError, SlotWork
-from engine.runners.llamacpp.info import build_info
+from engine.runners.llamacpp.info import build_info, chat_template
 from engine.runners.llamacpp.load import check_config, check_file, create_context, llama_log, load_model
 
 
@@ -43,10 +43,12 @@ class LlamaCppRunner:
         self._fresh: set[int] = set()  # slots whose sampler has not yet seen this turn's prompt
         self._pieces: dict[int, bytes] = {}
         self._sampled_at: dict[int, int] = {}  # slot -> batch index of its logits in the last step
-        self._template = _text(llama_cpp.llama_model_chat_template(model, None))
+        self._template = chat_template(model)
         self._bos_text = self._token_text(llama_cpp.llama_vocab_bos(self._vocab))
         self._eos_text = self._token_text(llama_cpp.llama_vocab_eos(self._vocab))
         self._adds_bos = bool(llama_cpp.llama_vocab_get_add_bos(self._vocab))
+        self.end_markers = end_markers(self._template)
+        self._marker_tokens = {ids[0] for ids in map(self._tokens, self.end_markers) if len(ids) == 1}
 
     @classmethod
     def load(cls, config: ModelConfig, progress: Progress, cancelled: Callable[[], bool]) -> LlamaCppRunner:
@@ -84,9 +86,12 @@ class LlamaCppRunner:
         return render_chat(self._template, messages, self._bos_text, self._eos_text)
 
     def tokenize(self, text: str) -> list[int]:
-        data = text.encode("utf-8")
         # A template that writes the BOS text itself must not get a second BOS.
-        add_special = not (self._adds_bos and self._bos_text and text.startswith(self._bos_text))
+        writes_bos = bool(self._bos_text) and text.startswith(self._bos_text)
+        return self._tokens(text, add_special=not (self._adds_bos and writes_bos))
+
+    def _tokens(self, text: str, add_special: bool = False) -> list[int]:
+        data = text.encode("utf-8")
         size = len(data) + 8
         tokens = (llama_cpp.llama_token * size)()
         count = llama_cpp.llama_tokenize(self._vocab, data, len(data), tokens, size, add_special, True)
@@ -122,7 +127,7 @@ class LlamaCppRunner:
         return _text(llama_cpp.llama_vocab_get_text(self._vocab, token))
 
     def is_end_of_generation(self, token: int) -> bool:
-        return bool(llama_cpp.llama_vocab_is_eog(self._vocab, token))
+        return bool(llama_cpp.llama_vocab_is_eog(self._vocab, token)) or token in self._marker_tokens
 
     # ------------------------------------------------------------ sampling
 
