@@ -342,7 +342,7 @@ def test_flash_attention_packing_matches_sdpa(runner: HfRunner, tiny_model: str)
 
 
 def test_baselines_for_the_bench_count_real_tokens(runner: HfRunner, tiny_model: str) -> None:
-    from engine.runners.hf.baseline import generate_tokens_per_second, measure_baselines
+    from engine.bench.hf_baseline import generate_tokens_per_second, measure_baselines
 
     prompts = [prompt(runner, "Hello!"), prompt(runner, "Once upon a time")]
     single = generate_tokens_per_second(runner.model, prompts, 8, warmup=False)

@@ -1,4 +1,4 @@
-"""transformers' own generation speed: the baselines `engine.bench --backend hf` compares against.
+"""transformers' own generation speed: the baselines `python -m engine.bench --backend hf` compares against.
 
 `generate_tokens_per_second`: `model.generate`, one request at a time, greedy,
 every request forced to `max_new_tokens` (min_new_tokens), the default dynamic

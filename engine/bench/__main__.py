@@ -1,0 +1,7 @@
+"""`python -m engine.bench`."""
+
+import sys
+
+from engine.bench.cli import main
+
+sys.exit(main())

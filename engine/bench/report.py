@@ -1,0 +1,61 @@
+"""The benchmark's figures condensed and written out: percentiles, best of repeats, the table."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from engine.protocol import ModelConfig
+
+
+def percentile(values: Sequence[float], share: float) -> float:
+    ordered, position = sorted(values), (len(values) - 1) * share
+    low, high = int(position), min(int(position) + 1, len(values) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+def best(samples: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The best figure of each kind over repeated runs: other processes only ever slow a run down."""
+    merged = dict(samples[0])
+    for key in merged:
+        values = [sample[key] for sample in samples]
+        if key.endswith("tok_s"):
+            merged[key] = max(values)
+        elif key.endswith("_ms") or key.startswith("ttft"):
+            merged[key] = min(values)
+    return merged
+
+
+def memory_figures(config: ModelConfig, measured: int) -> dict[str, int]:
+    """The estimate next to the measured RSS growth; the measurement alone if the estimate fails."""
+    from engine.catalog import memory, models
+
+    try:
+        return {"estimated_bytes": memory.estimate(models.describe(config.path), config).total_bytes,
+                "measured_bytes": measured}
+    except Exception:  # noqa: BLE001 - an estimate that fails is reported as missing, not fatal
+        return {"measured_bytes": measured}
+
+
+def table(result: dict[str, Any]) -> str:
+    lines = [f"{result['model']} ({result['quantization']}, {result['device_detail']}, {result['attention']}), "
+             f"{result['threads']}/{result['threads_batch']} threads, {result['max_tokens']} tokens per tab, "
+             f"best of {result['repeat']}"]
+    if "baseline_highlevel_tok_s" in result:
+        lines.append(f"baseline, llama-cpp-python high-level: {result['baseline_highlevel_tok_s']:8.1f} tok/s")
+    for key, name in (("baseline_generate_tok_s", "generate"), ("baseline_generate_batch_tok_s", "generate_batch")):
+        if key in result:
+            lines.append(f"baseline, transformers {name}: {result[key]:8.1f} tok/s")
+    lines.append(f"{'tabs':>5} {'tok/s':>8} {'TTFT p50 ms':>12} {'TTFT p99 ms':>12}")
+    for run in result["runs"]:
+        lines.append(f"{run['tabs']:>5} {run['aggregate_tok_s']:8.1f} {run['ttft_ms_p50']:12.0f} "
+                     f"{run['ttft_ms_p99']:12.0f}")
+    queue_ = result["queue"]
+    lines.append(f"queue: {queue_['tabs']} requests one after another, TTFT p99 {queue_['ttft_ms_p99']:.0f} ms")
+    reuse = result["kv_reuse"]
+    lines.append(f"kv reuse: {reuse['history_tokens']} history tokens, cold TTFT {reuse['cold_ttft_ms']:.0f} ms, "
+                 f"warm TTFT {reuse['warm_ttft_ms']:.0f} ms ({reuse['warm_reused_tokens']} tokens reused)")
+    if "memory" in result:
+        memory = result["memory"]
+        estimate = f"estimated {memory['estimated_bytes'] / 2**20:.0f} MiB, " if "estimated_bytes" in memory else ""
+        lines.append(f"memory: {estimate}measured {memory['measured_bytes'] / 2**20:.0f} MiB (RSS growth)")
+    return "\n".join(lines)
