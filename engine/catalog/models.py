@@ -17,16 +17,16 @@ from engine.catalog.default_model import default_model_path
 from engine.catalog.description import ModelDescription, ModelEntry, ModelReadError
 from engine.catalog.gguf import describe_gguf
 from engine.catalog.hf_folder import describe_hf_folder, is_hf_folder
+from engine.paths import user_path
 
 
 def describe(path: str | os.PathLike[str]) -> ModelDescription:
     """Describe a GGUF file or a Hugging Face folder; raises ModelReadError."""
-    target = Path(path).expanduser()
+    target = user_path(path)
     if not target.exists():
         raise ModelReadError(f"{target} does not exist. Check the path, or choose another model.")
     stat = target.stat()
-    # absolute, not resolved: a hub cache file is a link to a blob named by its hash
-    return _describe_cached(str(target.absolute()), stat.st_mtime_ns, stat.st_size)
+    return _describe_cached(str(target), stat.st_mtime_ns, stat.st_size)
 
 
 @lru_cache(maxsize=64)

@@ -1,4 +1,4 @@
-"""Engine test fixtures: the default model as a base model would come, without a chat template."""
+"""Engine test fixtures: the tiny Hugging Face model, and the default model as a base model would come."""
 
 from __future__ import annotations
 
@@ -16,3 +16,12 @@ def templateless_model(default_model: str, tmp_path_factory: pytest.TempPathFact
     """The default GGUF without tokenizer.chat_template and with the base model's end token."""
     target = tmp_path_factory.mktemp("base") / "SmolLM2-135M-no-template.gguf"
     return str(write_without_chat_template(Path(default_model), target, eos_token_id=ENDOFTEXT))
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A tiny Llama folder built in code (tests/engine/runners/hf/tiny_hf.py), once per session."""
+    pytest.importorskip("transformers")
+    from tests.engine.runners.hf.tiny_hf import build_tiny_llama
+
+    return str(build_tiny_llama(tmp_path_factory.mktemp("tiny_llama") / "tiny-llama"))

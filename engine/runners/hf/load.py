@@ -52,9 +52,9 @@ def resolve_source(config: ModelConfig) -> Source:
     if not path.exists():
         raise RunnerError(f"{path}: no such file or folder. Choose a model folder or a .gguf file that exists.")
     if config.gguf_file or path.suffix.lower() == ".gguf":
-        gguf = Path(config.gguf_file) if config.gguf_file else path
+        # gguf_file is relative to the model's folder (an absolute one stands alone); a .gguf path is the file
         folder = path if path.is_dir() else path.parent
-        gguf_path = gguf if gguf.is_absolute() else folder / gguf
+        gguf_path = folder / config.gguf_file if config.gguf_file else path
         if not gguf_path.is_file():
             raise RunnerError(f"{gguf_path}: GGUF file not found.")
         return Source(gguf_path.parent, gguf_path.name, gguf_path.stem)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Sequence
 
 import pytest
@@ -233,8 +234,13 @@ GGUF_PROGRESS: list[tuple[float, str]] = []
 
 @pytest.fixture(scope="module")
 def gguf_runner(default_model: str) -> HfRunner:
-    config = ModelConfig(path=default_model, backend="hf", slots=2, context_length=512)
-    loaded = HfRunner.load(config, lambda fraction, message: GGUF_PROGRESS.append((fraction, message)), lambda: False)
+    # By a path relative to the working directory, as `--model .venv/lib/.../x.gguf` gives it.
+    model = Path(default_model)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(model.parent.parent)
+        config = ModelConfig(path=f"{model.parent.name}/{model.name}", backend="hf", slots=2, context_length=512)
+        progress = lambda fraction, message: GGUF_PROGRESS.append((fraction, message))  # noqa: E731
+        loaded = HfRunner.load(config, progress, lambda: False)
     yield loaded
     loaded.close()
 
