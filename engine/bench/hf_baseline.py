@@ -119,7 +119,7 @@ def measure_baselines(
     import gc
 
     from engine.chat_template import render_chat
-    from engine.runners.hf.runner import chat_template, encode_prompt, tokenizer_adds_bos
+    from engine.runners.hf.text import chat_template, encode_prompt, tokenizer_adds_bos
     from engine.runners.hf.load import load
 
     loaded = load(config, lambda fraction, message: None, lambda: False)

@@ -28,6 +28,13 @@ from engine.runners.hf.cache import SlotCache, StepPlan, build_plan, uses_varlen
 from engine.runners.hf.load import Loaded, load
 from engine.runners.hf.quant import attention_label
 from engine.runners.hf.sampling import SlotSampler
+from engine.runners.hf.text import (
+    chat_template,
+    encode_prompt,
+    end_of_generation_ids,
+    single_token_ids,
+    tokenizer_adds_bos,
+)
 
 GREEDY = SamplingParams(temperature=0.0, repeat_penalty=1.0)
 
@@ -51,8 +58,8 @@ class HfRunner:
         self._history: list[list[int]] = [[] for _ in range(self.slots)]  # the tokens each slot caches
         self._samplers = [SlotSampler(GREEDY) for _ in range(self.slots)]
         self.end_markers = end_markers(chat_template(self.tokenizer))
-        self._eog = _end_of_generation_ids(self.model, self.tokenizer)
-        self._eog |= _single_token_ids(self.tokenizer, self.end_markers)
+        self._eog = end_of_generation_ids(self.model, self.tokenizer)
+        self._eog |= single_token_ids(self.tokenizer, self.end_markers)
         parameters = inspect.signature(self.model.forward).parameters
         self._cache_kwarg = "cache" if "cache" in parameters else "past_key_values"
         self._keeps_logits = "logits_to_keep" in parameters
@@ -252,49 +259,3 @@ def _check_supported(loaded: Loaded) -> None:
             f"{loaded.source.name}: layers of type {sorted(unsupported)} keep a recurrent state, which Hearth's "
             "batched transformers runner does not handle yet. A GGUF of this model may run with llama.cpp."
         )
-
-
-def _end_of_generation_ids(model: Any, tokenizer: Any) -> set[int]:
-    ids: set[int] = set()
-    sources = (getattr(model, "generation_config", None), model.config.get_text_config(), tokenizer)
-    for source in sources:
-        value = getattr(source, "eos_token_id", None)
-        if isinstance(value, int):
-            ids.add(value)
-        elif isinstance(value, (list, tuple)):
-            ids.update(int(v) for v in value)
-    return ids
-
-
-def _single_token_ids(tokenizer: Any, texts: Sequence[str]) -> set[int]:
-    """Ids of the texts that are one token of the vocabulary (an end marker a model may emit as such)."""
-    encoded = [tokenizer.encode(text, add_special_tokens=False) for text in texts]
-    return {int(ids[0]) for ids in encoded if len(ids) == 1}
-
-
-def encode_prompt(tokenizer: Any, text: str, bos_wanted: bool) -> list[int]:
-    """Token ids of a rendered prompt. Templates often write the BOS text
-    themselves; add BOS only when the tokenizer wants one and it is missing."""
-    ids = list(tokenizer.encode(text, add_special_tokens=False))
-    bos = tokenizer.bos_token_id
-    if bos_wanted and bos is not None and (not ids or ids[0] != bos):
-        ids.insert(0, bos)
-    return ids
-
-
-def tokenizer_adds_bos(tokenizer: Any) -> bool:
-    bos = tokenizer.bos_token_id
-    if bos is None:
-        return False
-    try:
-        probe = tokenizer.encode("a", add_special_tokens=True)
-    except Exception:
-        return False
-    return bool(probe) and probe[0] == bos
-
-
-def chat_template(tokenizer: Any) -> str | None:
-    template = tokenizer.chat_template
-    if isinstance(template, dict):  # named templates: the default one, else the first
-        template = template.get("default") or next(iter(template.values()), None)
-    return template

@@ -1,0 +1,58 @@
+"""The tokenizer side of a transformers model: its template, its prompt ids, where its answers end.
+
+Apart from the runner so that the benchmark's baselines (engine/bench/hf_baseline.py)
+build the very prompts the runner builds.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+
+def end_of_generation_ids(model: Any, tokenizer: Any) -> set[int]:
+    """Every eos id the generation config, the model config and the tokenizer name."""
+    ids: set[int] = set()
+    sources = (getattr(model, "generation_config", None), model.config.get_text_config(), tokenizer)
+    for source in sources:
+        value = getattr(source, "eos_token_id", None)
+        if isinstance(value, int):
+            ids.add(value)
+        elif isinstance(value, (list, tuple)):
+            ids.update(int(v) for v in value)
+    return ids
+
+
+def single_token_ids(tokenizer: Any, texts: Sequence[str]) -> set[int]:
+    """Ids of the texts that are one token of the vocabulary (an end marker a model may emit as such)."""
+    encoded = [tokenizer.encode(text, add_special_tokens=False) for text in texts]
+    return {int(ids[0]) for ids in encoded if len(ids) == 1}
+
+
+def encode_prompt(tokenizer: Any, text: str, bos_wanted: bool) -> list[int]:
+    """Token ids of a rendered prompt. Templates often write the BOS text
+    themselves; add BOS only when the tokenizer wants one and it is missing."""
+    ids = list(tokenizer.encode(text, add_special_tokens=False))
+    bos = tokenizer.bos_token_id
+    if bos_wanted and bos is not None and (not ids or ids[0] != bos):
+        ids.insert(0, bos)
+    return ids
+
+
+def tokenizer_adds_bos(tokenizer: Any) -> bool:
+    """Whether the tokenizer itself puts BOS before a text (asked, not read from its config)."""
+    bos = tokenizer.bos_token_id
+    if bos is None:
+        return False
+    try:
+        probe = tokenizer.encode("a", add_special_tokens=True)
+    except Exception:  # noqa: BLE001 - a tokenizer that cannot say wants none
+        return False
+    return bool(probe) and probe[0] == bos
+
+
+def chat_template(tokenizer: Any) -> str | None:
+    """The tokenizer's template; None when the model has none (the fallback then applies)."""
+    template = tokenizer.chat_template
+    if isinstance(template, dict):  # named templates: the default one, else the first
+        template = template.get("default") or next(iter(template.values()), None)
+    return template
