@@ -13,7 +13,7 @@ import os
 import sys
 from typing import TYPE_CHECKING, Sequence, cast
 
-from app.misc.paths import user_path
+from engine.paths import user_path
 
 if TYPE_CHECKING:
     from PySide6.QtWidgets import QApplication
@@ -25,7 +25,7 @@ EPILOG = "Qt options (such as -platform offscreen) are passed on to Qt."
 
 def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
     parser = argparse.ArgumentParser(prog="hearth", description="Chat with local language models.", epilog=EPILOG)
-    parser.add_argument("--model", metavar="PATH", type=user_path,  # absolute from here on: see app/misc/paths.py
+    parser.add_argument("--model", metavar="PATH", type=user_path,  # absolute from here on: see engine/paths.py
                         help="load this GGUF file instead of the one in the settings")
     parser.add_argument("--theme", choices=("system", "light", "dark"), default="system", help="colour scheme")
     parser.add_argument("--verbose", action="store_true", help="log to the console too, with debug detail")

@@ -145,7 +145,7 @@ class EngineLoop:
     def _load(self, command: LoadModel) -> None:
         from engine.runners import load_runner  # backends import heavy libraries
 
-        config = replace(command.config, path=str(user_path(command.config.path)))
+        config = replace(command.config, path=user_path(command.config.path))
         self._cancel_load.clear()
         had_model = self._runner is not None
 

