@@ -28,7 +28,7 @@ from PySide6.QtCore import QCoreApplication, QObject, QThread, QTimer, Signal, S
 from app.history.records import Chat, ChatSnapshot, SearchHit, StoredMessage
 from app.history.store import HistoryStore, new_id
 from app.history.stream_buffer import StreamBuffer
-from app.history.worker import HistoryWorker, Request, StartupReport
+from app.history.worker import HistoryWorker, Request
 from engine.protocol import TurnFinished
 
 log = logging.getLogger(__name__)

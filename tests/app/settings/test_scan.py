@@ -5,7 +5,6 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-import pytest
 from PySide6.QtWidgets import QApplication
 
 from app.settings import dialog as dialog_module

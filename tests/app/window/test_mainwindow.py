@@ -7,8 +7,6 @@ import threading
 from PySide6.QtCore import Qt, QUrl
 from PySide6.QtGui import QGuiApplication
 
-from app.chat.tab import ChatTab
-from app.window.mainwindow import MainWindow
 from engine.protocol import ChatError
 from tests.app.helpers import answer_text, long_answers, type_and_send
 
