@@ -10,15 +10,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import Sequence
 
 from engine.quantcheck.check import CheckSpec, ModelSpec, run_check
 from engine.quantcheck.errors import Cancelled, CheckError
 from engine.quantcheck.inputs import builtin_questions, builtin_text, read_questions, read_text
+from engine.quantcheck.report import write_atomically
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -61,19 +60,6 @@ def _absolute(path: str) -> str:
     return str(Path(path).expanduser().absolute())  # resolved once, at the edge
 
 
-def write_json_atomically(path: str, data: object) -> None:
-    target = Path(path).expanduser()
-    target.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as file:
-            json.dump(data, file, indent=2)
-        os.replace(temporary, target)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-
-
 class _ProgressPrinter:
     """One self-overwriting line on a terminal; elsewhere (a log, CI) a line per step, not per percent."""
 
@@ -104,7 +90,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(file=sys.stderr)
     print(report.table())
     if args.json_out:
-        write_json_atomically(args.json_out, report.to_json())
+        write_atomically(Path(args.json_out).expanduser(), json.dumps(report.to_json(), indent=2))
     return 0
 
 

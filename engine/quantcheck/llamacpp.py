@@ -17,6 +17,7 @@ import llama_cpp
 import numpy as np
 
 from engine.protocol import ModelConfig
+from engine.quantcheck.errors import Cancelled
 from engine.quantcheck.vocabulary import Vocabulary
 from engine.runners.base import RunnerError
 from engine.runners.llamacpp.info import build_info
@@ -61,10 +62,19 @@ def vocabulary_of(model: int) -> Vocabulary:
 class LlamaCppScorer:
     backend = "llamacpp"
 
-    def __init__(self, runner: LlamaCppRunner, model: int, context: int, path: Path, context_length: int) -> None:
+    def __init__(
+        self, runner: LlamaCppRunner, model: int, context: int, path: Path, context_length: int,
+        cancelled: Callable[[], bool],
+    ) -> None:
         self.runner = runner  # owns model and context: closing it frees both
         self._model = model
         self._context = context
+        self._cancelled = cancelled
+        # A 512-token chunk takes seconds on a CPU: while one is decoded, Cancel stops it between two
+        # graph nodes. Answers decode one token at a time and check Cancel between tokens; a Python
+        # call per graph node (~750 a token here) would slow them by a few percent.
+        self._abort = llama_cpp.ggml_abort_callback(self._on_abort_poll)
+        self._no_abort = llama_cpp.ggml_abort_callback(0)
         self._vocab = llama_cpp.llama_model_get_vocab(model)
         self.vocabulary_size = int(llama_cpp.llama_vocab_n_tokens(self._vocab))
         self.context_length = context_length
@@ -99,7 +109,13 @@ class LlamaCppScorer:
             llama_cpp.llama_free(context)
             llama_cpp.llama_model_free(model)
             raise
-        return cls(runner, model, context, file, length)
+        return cls(runner, model, context, file, length, cancelled)
+
+    def _on_abort_poll(self, _data: object) -> bool:
+        try:
+            return bool(self._cancelled())
+        except Exception:  # noqa: BLE001 - an exception must never cross into C
+            return False
 
     def vocabulary(self) -> Vocabulary:
         return vocabulary_of(self._model)
@@ -136,7 +152,13 @@ class LlamaCppScorer:
             seq_of[index][0] = 0
             wants_logits[index] = 1 if first <= index < last else 0
         batch.n_tokens = len(chunk)
-        result = llama_cpp.llama_decode(self._context, batch)
+        llama_cpp.llama_set_abort_callback(self._context, self._abort, None)
+        try:
+            result = llama_cpp.llama_decode(self._context, batch)
+        finally:
+            llama_cpp.llama_set_abort_callback(self._context, self._no_abort, None)
+        if result == 2 and self._cancelled():
+            raise Cancelled()
         if result != 0:
             raise RunnerError(f"llama.cpp failed to decode a chunk of {len(chunk)} tokens (error {result}).")
         pointer = llama_cpp.llama_get_logits(self._context)

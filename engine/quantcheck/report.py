@@ -3,11 +3,14 @@
 `to_json()` is the documented shape (`--json OUT`, the dialog's JSON export);
 `to_saved()` / `from_saved()` keep everything, answers included, for the
 dialog to open again; `table()` is what the command line prints and
-`markdown()` what the dialog exports.
+`markdown()` what the dialog exports. `write_atomically` puts any of them on
+disk whole or not at all.
 """
 
 from __future__ import annotations
 
+import os
+import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -190,3 +193,16 @@ def _answers_cell(c: CandidateResult, same: int) -> str:
 def _share(part: int, whole: int) -> float | None:
     return part / whole if whole else None  # null in JSON: nothing was asked
 
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Write to a temporary file beside `path`, then rename: a reader never sees half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as file:
+            file.write(text)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise

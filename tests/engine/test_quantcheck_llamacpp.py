@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import struct
 from pathlib import Path
 
 import pytest
@@ -20,11 +19,11 @@ from engine.quantcheck.__main__ import main
 from engine.quantcheck.check import CheckSpec, ModelSpec, run_check
 from engine.quantcheck.errors import Cancelled, CheckError, TokenizerMismatch
 from engine.quantcheck.inputs import Question, builtin_text
+from tests.engine.gguf_copies import requantize, swap_two_tokens
 
 pytestmark = pytest.mark.slow
 llama_cpp = pytest.importorskip("llama_cpp")
 
-QUANTS = {"Q8_0": 7, "Q4_0": 2, "Q2_K": 10}  # llama_ftype values
 CONTEXT, CHUNKS = 256, 4  # 4 x 127 = 508 scored positions: a few seconds per model
 JSON_KEYS = {"path", "quant", "size_bytes", "mean_kld", "p99_kld", "same_top_p", "ppl", "delta_ppl",
              "answers_same_fraction", "json_valid_fraction", "tok_s", "verdict"}
@@ -32,18 +31,7 @@ JSON_KEYS = {"path", "quant", "size_bytes", "mean_kld", "p99_kld", "same_top_p",
 
 @pytest.fixture(scope="module")
 def copies(tmp_path_factory: pytest.TempPathFactory, default_model: str) -> dict[str, str]:
-    from engine.runners.llamacpp.load import llama_log
-
-    folder = tmp_path_factory.mktemp("requantized")
-    log = llama_log()
-    made, logged = {}, {}
-    for name, ftype in QUANTS.items():
-        params = llama_cpp.llama_model_quantize_default_params()
-        params.ftype, params.allow_requantize, params.nthread = ftype, True, 1
-        mark = log.mark()
-        target = folder / f"SmolLM2-135M-Instruct.{name}.gguf"
-        assert llama_cpp.llama_model_quantize(default_model.encode(), str(target).encode(), params) == 0
-        made[name], logged[name] = str(target), " ".join(log.since(mark, 1))
+    made, logged = requantize(default_model, tmp_path_factory.mktemp("requantized"))
     assert "180 of 272 tensor(s) required fallback quantization" in logged["Q2_K"]
     return made
 
@@ -109,27 +97,9 @@ def test_the_model_against_itself_answers_the_same_and_its_json_parses(default_m
     assert report.reference.cost.tok_s > 0 and result.cost.memory_bytes > 0
 
 
-def _swap_two_tokens(source: str, target: Path, first: int, second: int) -> None:
-    """A copy of the GGUF whose tokens `first` and `second` trade texts (same lengths, so offsets stay)."""
-    data = bytearray(Path(source).read_bytes())
-    key = b"tokenizer.ggml.tokens"
-    at = data.index(struct.pack("<Q", len(key)) + key) + 8 + len(key)
-    item_type, count = struct.unpack_from("<IIQ", data, at)[1:]
-    assert item_type == 8, "an array of strings"
-    offset, spans = at + 16, []
-    for _ in range(count):
-        (length,) = struct.unpack_from("<Q", data, offset)
-        spans.append((offset + 8, offset + 8 + length))
-        offset += 8 + length
-    (a0, a1), (b0, b1) = spans[first], spans[second]
-    assert a1 - a0 == b1 - b0
-    data[a0:a1], data[b0:b1] = data[b0:b1], data[a0:a1]
-    target.write_bytes(bytes(data))
-
-
 def test_a_candidate_with_another_tokenizer_is_refused_before_anything_runs(default_model: str, tmp_path: Path) -> None:
     other = tmp_path / "other-tokenizer.gguf"
-    _swap_two_tokens(default_model, other, 300, 301)
+    swap_two_tokens(default_model, other, 300, 301)
     messages: list[str] = []
     with pytest.raises(TokenizerMismatch) as refused:
         run_check(_spec(default_model, [other]), lambda f, message: messages.append(message), lambda: False)

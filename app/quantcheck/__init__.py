@@ -1,0 +1,1 @@
+"""Model > Check quantization…: the dialog over engine.quantcheck, its worker thread and saved results."""

@@ -1,0 +1,314 @@
+"""Model > Check quantization…: compare quantized models with their reference, in the background.
+
+Modeless: the chats stay usable while the check runs on its own thread. When
+the check does not fit in memory beside the chats' model, the dialog says so
+before Run and the chats' model is unloaded for the check and loaded again
+after it (finished, failed or cancelled). Results are saved as they finish,
+listed for opening again, and exported as JSON (the documented shape) or
+Markdown.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Protocol, Sequence
+
+from PySide6.QtCore import QCoreApplication, Signal
+from PySide6.QtWidgets import (
+    QComboBox, QDialog, QFileDialog, QFormLayout, QHBoxLayout, QLabel, QProgressBar, QPushButton, QSpinBox,
+    QVBoxLayout, QWidget,
+)
+
+from app.quantcheck import saved as store
+from app.quantcheck.memory_plan import free_memory, plan
+from app.quantcheck.picker import ModelPicker
+from app.quantcheck.results_view import ResultsView
+from app.quantcheck.worker import CheckWorker
+from engine.catalog.models import ModelEntry
+from engine.quantcheck.check import CheckSpec, ModelSpec
+from engine.quantcheck.errors import CheckError
+from engine.quantcheck.inputs import builtin_questions, builtin_text, read_questions, read_text
+
+class ChatsModel(Protocol):
+    """The window's side: the model the chats use, and making room for the check."""
+
+    def loaded_model(self) -> tuple[str, int] | None: ...  # name, bytes; None when none is loaded
+    def answering(self) -> bool: ...
+    def pause(self, reason: str) -> None: ...
+    def resume(self) -> None: ...
+
+
+class QuantCheckDialog(QDialog):
+    check_finished = Signal(object)  # SavedCheck
+    check_failed = Signal(str)
+    check_cancelled = Signal()
+
+    def __init__(
+        self, library: Sequence[ModelEntry], chats: ChatsModel | None = None, parent: QWidget | None = None,
+        saved_folder: Path | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Check quantization")
+        self.resize(1100, 820)
+        self._chats = chats
+        self._paused = False
+        self._saved_folder = saved_folder
+        self.picker = ModelPicker(library)
+        self.worker = CheckWorker(self)
+        self.results = ResultsView()
+        self._build()
+        self._connect()
+        self._refresh_saved()
+        self._on_selection_changed()
+        application = QCoreApplication.instance()
+        if application is not None:
+            application.aboutToQuit.connect(self._on_app_quitting)
+
+    # ------------------------------------------------------------ building
+
+    def _build(self) -> None:
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.picker)
+        layout.addLayout(self._inputs_form())
+        self.memory_note = QLabel()
+        self.memory_note.setWordWrap(True)
+        self.error = QLabel()
+        self.error.setWordWrap(True)
+        self.error.setObjectName("error")
+        self.error.setStyleSheet("color: #c62828")
+        layout.addWidget(self.memory_note)
+        layout.addWidget(self.error)
+        layout.addLayout(self._run_row())
+        layout.addWidget(self.results, 1)
+        layout.addLayout(self._saved_row())
+
+    def _inputs_form(self) -> QFormLayout:
+        self.text_source = _source_combo("Built-in: 4,000 tokens of public-domain English")
+        self.question_source = _source_combo("Built-in: 30 questions (facts, arithmetic, reasoning, instructions, 5 JSON)")
+        self.chunks = _limit_spin(1000, "all")
+        self.question_limit = _limit_spin(50, "all")
+        limits = QHBoxLayout()
+        for label, spin in (("Text chunks of 512 tokens:", self.chunks), ("Questions:", self.question_limit)):
+            limits.addWidget(QLabel(label))
+            limits.addWidget(spin)
+        limits.addStretch(1)
+        form = QFormLayout()
+        form.addRow("Reference text:", self.text_source)
+        form.addRow("Questions:", self.question_source)
+        form.addRow("A quicker check:", limits)
+        return form
+
+    def _run_row(self) -> QHBoxLayout:
+        self.progress = QProgressBar(maximum=1000, textVisible=False)
+        self.status = QLabel()
+        self.run_button = QPushButton("Run")
+        self.run_button.setDefault(True)
+        self.cancel_button = QPushButton("Cancel")
+        self.cancel_button.setEnabled(False)
+        row = QHBoxLayout()
+        row.addWidget(self.progress, 1)
+        row.addWidget(self.status, 2)
+        row.addWidget(self.run_button)
+        row.addWidget(self.cancel_button)
+        return row
+
+    def _saved_row(self) -> QHBoxLayout:
+        self.saved = QComboBox()
+        self.saved.setMinimumContentsLength(50)
+        self.export_json_button = QPushButton("Export JSON…")
+        self.export_markdown_button = QPushButton("Export Markdown…")
+        close = QPushButton("Close")
+        close.clicked.connect(self.close)
+        row = QHBoxLayout()
+        row.addWidget(QLabel("Saved checks:"))
+        row.addWidget(self.saved, 1)
+        row.addWidget(self.export_json_button)
+        row.addWidget(self.export_markdown_button)
+        row.addWidget(close)
+        return row
+
+    def _connect(self) -> None:
+        self.picker.changed.connect(self._on_selection_changed)
+        self.text_source.activated.connect(lambda index: self._on_source_chosen(self.text_source, index, "text"))
+        self.question_source.activated.connect(lambda index: self._on_source_chosen(self.question_source, index, "q"))
+        self.run_button.clicked.connect(self._on_run)
+        self.cancel_button.clicked.connect(self._on_cancel)
+        self.saved.activated.connect(self._on_saved_chosen)
+        self.export_json_button.clicked.connect(lambda: self._on_export("json"))
+        self.export_markdown_button.clicked.connect(lambda: self._on_export("markdown"))
+        self.worker.progressed.connect(self._on_progress)
+        self.worker.check_finished.connect(self._on_finished)
+        self.worker.check_failed.connect(self._on_failed)
+        self.worker.check_cancelled.connect(self._on_cancelled)
+
+    # ------------------------------------------------------------ running
+
+    def build_spec(self) -> CheckSpec:
+        """What Run will check; raises CheckError with a sentence for the dialog."""
+        chosen = self.picker.selection()
+        if isinstance(chosen, str):
+            raise CheckError(chosen)
+        reference, candidates = chosen
+        text_path, questions_path = self.text_source.currentData(), self.question_source.currentData()
+        limit = self.question_limit.value() or None
+        questions = read_questions(questions_path, check_count=limit is None) if questions_path else builtin_questions()
+        return CheckSpec(
+            reference=reference, candidates=candidates, text=read_text(text_path) if text_path else builtin_text(),
+            questions=questions[:limit] if limit else questions, chunks=self.chunks.value() or None,
+        )
+
+    def memory_plan_for(self, models: Sequence[ModelSpec]) -> tuple[bool, str]:
+        loaded = self._chats.loaded_model() if self._chats else None
+        decided = plan(models, loaded, free_memory())
+        return decided.pause_chats, decided.text
+
+    def _on_selection_changed(self) -> None:
+        chosen = self.picker.selection()
+        self.run_button.setEnabled(not isinstance(chosen, str) and not self.worker.running)
+        if isinstance(chosen, str):
+            self.memory_note.setText(chosen)
+            return
+        self.memory_note.setText(self.memory_plan_for([chosen[0], *chosen[1]])[1])
+
+    def _on_run(self) -> None:
+        self.error.clear()
+        try:
+            spec = self.build_spec()
+        except CheckError as error:
+            self.error.setText(str(error))
+            return
+        pause, why = self.memory_plan_for([spec.reference, *spec.candidates])
+        if pause and self._chats is not None:
+            if self._chats.answering():
+                self.error.setText("A chat is still answering. Stop it or let it finish: the check needs its model's memory.")
+                return
+            self._chats.pause("Paused while a quantization check runs (Model > Check quantization…).")
+            self._paused = True
+        self._set_running(True)
+        self.status.setText("Starting…")
+        self.worker.start(spec)
+
+    def _on_cancel(self) -> None:
+        self.worker.cancel()
+        self.cancel_button.setEnabled(False)
+        self.status.setText("Cancelling at the next text chunk or answer token…")
+
+    def _on_progress(self, fraction: float, message: str) -> None:
+        self.progress.setValue(int(fraction * 1000))
+        self.status.setText(message)
+
+    def _on_finished(self, saved: store.SavedCheck) -> None:
+        self._end_run(f"Done in {saved.report.seconds:.0f} s; saved as {saved.path.name}.")
+        self.results.show_report(saved.report)
+        self._refresh_saved(saved.path)
+        self.check_finished.emit(saved)
+
+    def _on_failed(self, message: str) -> None:
+        self._end_run("The check stopped.")
+        self.error.setText(message)
+        self.check_failed.emit(message)
+
+    def _on_cancelled(self) -> None:
+        self._end_run("Cancelled: nothing was saved.")
+        self.check_cancelled.emit()
+
+    def _end_run(self, status: str) -> None:
+        self._set_running(False)
+        self.status.setText(status)
+        self._resume_chats()
+
+    def _set_running(self, running: bool) -> None:
+        self.picker.setEnabled(not running)
+        for widget in (self.text_source, self.question_source, self.chunks, self.question_limit, self.run_button):
+            widget.setEnabled(not running)
+        self.cancel_button.setEnabled(running)
+        if running:
+            self.progress.setValue(0)
+
+    def _resume_chats(self) -> None:
+        if self._paused and self._chats is not None:
+            self._paused = False
+            self._chats.resume()
+
+    # ------------------------------------------------------------ saved results and files
+
+    def _refresh_saved(self, select: Path | None = None) -> None:
+        self.saved.clear()
+        for check in store.saved_checks(self._saved_folder):
+            self.saved.addItem(check.title, check)
+            if check.path == select:
+                self.saved.setCurrentIndex(self.saved.count() - 1)
+        self._update_export_buttons()
+
+    def _on_saved_chosen(self, index: int) -> None:
+        check = self.saved.itemData(index)
+        if isinstance(check, store.SavedCheck):
+            self.results.show_report(check.report)
+            self._update_export_buttons()
+
+    def _update_export_buttons(self) -> None:
+        for button in (self.export_json_button, self.export_markdown_button):
+            button.setEnabled(self.results.report is not None)
+
+    def _on_export(self, kind: str) -> None:
+        report = self.results.report
+        if report is None:
+            return
+        suffix, pattern = (".json", "JSON (*.json)") if kind == "json" else (".md", "Markdown (*.md)")
+        name = f"quantization-check-{Path(report.reference.path).stem}{suffix}"
+        path, _ = QFileDialog.getSaveFileName(self, "Export the check", name, pattern)
+        if path:
+            self.export_to(Path(path), kind)
+
+    def export_to(self, path: Path, kind: str) -> None:
+        assert self.results.report is not None
+        try:
+            (store.export_json if kind == "json" else store.export_markdown)(self.results.report, path)
+        except OSError as error:
+            self.error.setText(f"Could not write {path}: {error.strerror or error}.")
+            return
+        self.status.setText(f"Exported to {path}.")
+
+    def _on_source_chosen(self, combo: QComboBox, index: int, what: str) -> None:
+        if index != 1:
+            return
+        title = "Reference text (UTF-8)" if what == "text" else "Questions: one a line, or JSON Lines"
+        path, _ = QFileDialog.getOpenFileName(self, title, "", "Text (*.txt *.jsonl *.md);;All files (*)")
+        set_source(combo, path)
+
+    def done(self, result: int) -> None:
+        """Closing (Close, Esc, the title bar) cancels a running check; it ends on its own thread and
+        then gives the chats their model back, so the window never waits here."""
+        if self.worker.running:
+            self._on_cancel()
+        super().done(result)
+
+    def _on_app_quitting(self) -> None:
+        if self.worker.running:
+            self.worker.cancel()
+            self.worker.wait()  # llama.cpp must not be mid-decode when the interpreter exits
+
+
+def _source_combo(built_in: str) -> QComboBox:
+    combo = QComboBox()
+    combo.addItem(built_in, "")
+    combo.addItem("From a file…", "")
+    return combo
+
+
+def set_source(combo: QComboBox, path: str) -> None:
+    """Use `path` (an empty one goes back to the built-in choice)."""
+    while combo.count() > 2:
+        combo.removeItem(2)
+    if not path:
+        combo.setCurrentIndex(0)
+        return
+    combo.addItem(Path(path).name, path)
+    combo.setCurrentIndex(2)
+
+
+def _limit_spin(most: int, none_text: str) -> QSpinBox:
+    spin = QSpinBox()
+    spin.setRange(0, most)
+    spin.setSpecialValueText(none_text)
+    return spin
