@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from engine.quantcheck import answers as qa
-from engine.quantcheck.__main__ import write_json_atomically
 from engine.quantcheck.errors import InputError, TokenizerMismatch
 from engine.quantcheck.inputs import builtin_questions, builtin_text, read_questions
+from engine.quantcheck.report import write_atomically
 from engine.quantcheck.metrics import (
     Agreement, chunk_tokens, kl_divergence, log_softmax, percentile, reference_rows, scored_range,
 )
@@ -159,11 +160,16 @@ def test_the_verdict_names_its_thresholds_and_steps_up_in_the_seeds_terms() -> N
     assert [bits(q) for q in ("Q8_0", "Q4_K_M", "nf4, compute bf16", "int8", "BF16", "Q2_K - Medium")] == [8, 4, 4, 8, 16, 2]
 
 
-def test_a_json_report_is_written_whole_or_not_at_all(tmp_path: Path) -> None:
+def test_a_report_is_written_whole_or_not_at_all(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     target = tmp_path / "out" / "report.json"
-    write_json_atomically(str(target), {"ok": 1})
+    write_atomically(target, '{"ok": 1}')
     assert json.loads(target.read_text(encoding="utf-8")) == {"ok": 1}
-    with pytest.raises(TypeError):
-        write_json_atomically(str(target), {"broken": object()})  # fails halfway through writing
+
+    def interrupted(source: str, destination: str) -> None:
+        raise KeyboardInterrupt  # Ctrl+C between writing and renaming
+
+    monkeypatch.setattr(os, "replace", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        write_atomically(target, '{"ok": 2}')
     assert json.loads(target.read_text(encoding="utf-8")) == {"ok": 1}, "the old file stays intact"
     assert [p.name for p in target.parent.iterdir()] == ["report.json"], "no temporary file is left"
