@@ -45,52 +45,67 @@ class Verdict:
     text: str
 
 
+@dataclass(frozen=True)
+class _Finding:
+    grade: int  # 0 within "fine", 1 within "check", 2 beyond both
+    text: str  # the figure with the limit it was held against
+
+
+LEVELS: tuple[Level, ...] = ("fine", "check", "not good enough")
+OPENINGS = {"fine": "fine to use", "check": "usable, but try your own hard cases first", "not good enough": "not good enough"}
+
+
 def judge(evidence: Evidence) -> Verdict:
-    level: Level = "fine" if _within(evidence, FINE) else "check" if _within(evidence, CHECK) else "not good enough"
-    facts = ", ".join([_top_fact(evidence, level), _kld_fact(evidence, level), _json_fact(evidence), _hard_fact(evidence)])
-    if level == "fine":
-        return Verdict(level, f"fine to use: {facts}")
-    if level == "check":
-        return Verdict(level, f"usable, but try your own hard cases first: {facts}")
-    return Verdict(level, f"not good enough: {facts}: {step_up(evidence.quant)}")
+    """The worst finding decides; it comes first in the text, each figure beside its limit."""
+    findings = sorted(_findings(evidence), key=lambda finding: -finding.grade)
+    level = LEVELS[findings[0].grade]
+    text = f"{OPENINGS[level]}: " + ", ".join(finding.text for finding in findings)
+    if level == "not good enough":
+        text += f": {step_up(evidence.quant)}"
+    return Verdict(level, text)
 
 
-def _within(e: Evidence, limits: Limits) -> bool:
-    hard_share = e.hard_dropped / e.hard_reference_right if e.hard_reference_right else 0.0
-    return (
-        e.mean_kld <= limits.mean_kld
-        and e.same_top_p >= limits.same_top_p
-        and e.json_lost <= limits.json_lost
-        and hard_share <= limits.hard_dropped
-    )
+def _findings(e: Evidence) -> list[_Finding]:
+    top_grade, top_limit = _graded(e.same_top_p, FINE.same_top_p, CHECK.same_top_p, percent=True, higher_is_better=True)
+    kld_grade, kld_limit = _graded(e.mean_kld, FINE.mean_kld, CHECK.mean_kld, percent=False, higher_is_better=False)
+    found = [
+        _Finding(top_grade, f"keeps {e.same_top_p:.0%} of top tokens ({top_limit})"),
+        _Finding(kld_grade, f"mean KLD {e.mean_kld:.4f} ({kld_limit})"),
+        _hard(e),
+    ]
+    if e.json_questions:
+        found.append(_json(e))
+    return found
 
 
-def _top_fact(e: Evidence, level: Level) -> str:
-    limit = FINE.same_top_p if level == "fine" else CHECK.same_top_p
-    sign = ">=" if e.same_top_p >= limit else "<"
-    return f"keeps {e.same_top_p:.0%} of top tokens ({sign} {limit:.0%})"
+def _graded(value: float, fine: float, check: float, percent: bool, higher_is_better: bool) -> tuple[int, str]:
+    good, bad = (">=", "<") if higher_is_better else ("<=", ">")
+    fine_text, check_text = (f"{fine:.0%}", f"{check:.0%}") if percent else (f"{fine:g}", f"{check:g}")
+    sign = 1 if higher_is_better else -1
+    if sign * value >= sign * fine:
+        return 0, f"{good} {fine_text}"
+    if sign * value >= sign * check:
+        return 1, f"{bad} {fine_text}, {good} {check_text}"
+    return 2, f"{bad} {check_text}"
 
 
-def _kld_fact(e: Evidence, level: Level) -> str:
-    limit = FINE.mean_kld if level == "fine" else CHECK.mean_kld
-    sign = "<=" if e.mean_kld <= limit else ">"
-    return f"mean KLD {e.mean_kld:.4f} ({sign} {limit})"
-
-
-def _json_fact(e: Evidence) -> str:
-    if not e.json_questions:
-        return "no JSON questions"
+def _json(e: Evidence) -> _Finding:
     if not e.json_reference_ok:
-        return f"the reference answered none of {e.json_questions} JSON questions in valid JSON"
-    if not e.json_lost:
-        return f"all {e.json_reference_ok} JSON answers the reference got right still parse"
-    return f"{e.json_lost} of {e.json_reference_ok} JSON answers no longer parse"
+        return _Finding(0, f"the reference answered none of the {e.json_questions} JSON questions in valid JSON")
+    if e.json_lost <= FINE.json_lost:
+        return _Finding(0, f"all {e.json_reference_ok} valid JSON answers of the reference still parse")
+    lost = f"{e.json_lost} of the reference's {e.json_reference_ok} valid JSON answers no longer parse"
+    if e.json_lost <= CHECK.json_lost:
+        return _Finding(1, f"{lost} (fine: none, usable: {CHECK.json_lost})")
+    return _Finding(2, f"{lost} (> {CHECK.json_lost})")
 
 
-def _hard_fact(e: Evidence) -> str:
+def _hard(e: Evidence) -> _Finding:
     if not e.hard_reference_right:
-        return "the reference got no hard question right, so none could be dropped"
-    return f"hard reasoning dropped {e.hard_dropped} of {e.hard_reference_right}"
+        return _Finding(0, "the reference got no hard question right, so none could be dropped")
+    share = e.hard_dropped / e.hard_reference_right
+    grade, limit = _graded(share, FINE.hard_dropped, CHECK.hard_dropped, percent=True, higher_is_better=False)
+    return _Finding(grade, f"hard reasoning dropped {e.hard_dropped} of {e.hard_reference_right} ({limit})")
 
 
 def bits(quant: str) -> int:

@@ -157,6 +157,8 @@ def test_the_verdict_names_its_thresholds_and_steps_up_in_the_seeds_terms() -> N
     assert bad4.text.endswith("try 8-bit (Q8_0, or int8 with transformers)")
     assert judge(Evidence("int8", 0.25, 0.70, 0, 0, 0, 0, 0)).text.endswith("don't quantize: keep the reference precision")
     assert judge(Evidence("nf4", 0.10, 0.85, 5, 5, 1, 10, 2)).level == "check"
+    close_but_dropped = judge(Evidence("Q8_0", 0.0087, 0.95, 5, 2, 0, 6, 3)).text
+    assert close_but_dropped.startswith("not good enough: hard reasoning dropped 3 of 6 (> 25%), keeps 95% of top")
     assert [bits(q) for q in ("Q8_0", "Q4_K_M", "nf4, compute bf16", "int8", "BF16", "Q2_K - Medium")] == [8, 4, 4, 8, 16, 2]
 
 
