@@ -32,7 +32,6 @@ class ReferenceStore:
         self._nll: list[np.ndarray] = []
         self._rounding: list[np.ndarray] = []
         self._rows = 0
-        self._reader: np.memmap | None = None
 
     @property
     def chunks(self) -> int:
@@ -56,13 +55,13 @@ class ReferenceStore:
             self._writer = None
 
     def chunk(self, index: int) -> ReferenceRows:
+        """One chunk's rows, read into memory (a mapping would keep every page read in this process's memory)."""
         self.finish()
-        if self._reader is None:
-            self._reader = np.memmap(self._path, dtype=np.float16, mode="r", shape=(self._rows, self.vocabulary_size))
         first, rows = self._chunks[index]
-        return ReferenceRows(
-            self._reader[first : first + rows], self._top[index], self._nll[index], self._rounding[index]
-        )
+        logprobs = np.fromfile(
+            self._path, dtype=np.float16, count=rows * self.vocabulary_size, offset=first * self.vocabulary_size * 2
+        ).reshape(rows, self.vocabulary_size)
+        return ReferenceRows(logprobs, self._top[index], self._nll[index], self._rounding[index])
 
     def perplexity(self) -> float:
         """The reference's own PPL over every stored position."""
@@ -71,14 +70,6 @@ class ReferenceStore:
 
     def close(self) -> None:
         self.finish()
-        if self._reader is not None:
-            mapping = getattr(self._reader, "_mmap", None)
-            self._reader = None
-            if mapping is not None:
-                try:
-                    mapping.close()  # Windows cannot delete a file that is still mapped
-                except BufferError:  # a caller still holds rows; the folder goes when they do
-                    pass
         shutil.rmtree(self.folder, ignore_errors=True)
 
     def __enter__(self) -> ReferenceStore:
