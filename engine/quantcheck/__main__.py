@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Sequence
@@ -71,7 +72,7 @@ class _ProgressPrinter:
         if self._terminal:
             print(f"\r[{fraction:4.0%}] {message[:90]:<90}", end="", file=sys.stderr, flush=True)
             return
-        step = message.rstrip("0123456789% ")
+        step = re.sub(r"\s*\d+%$", "", message)  # "loading weights 42%" is one step, however many percents
         if step != self._last:
             self._last = step
             print(f"[{fraction:4.0%}] {step}", file=sys.stderr, flush=True)

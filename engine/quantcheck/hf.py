@@ -90,7 +90,7 @@ class HfScorer:
         return vocabulary_of(self._tokenizer)
 
     def text_tokens(self, text: str) -> list[int]:
-        return list(self._tokenizer.encode(text, add_special_tokens=True))
+        return list(self._tokenizer.encode(text, add_special_tokens=True, verbose=False))  # longer than a context: chunked
 
     def chunk_bos(self) -> int | None:
         return int(self._tokenizer.bos_token_id) if self._adds_bos else None
