@@ -80,6 +80,7 @@ class ModelRun:
     answers: list[qa.Answer]
     cost: ModelCost
     chunks: int
+    context_length: int  # the reference's may be capped at what its model was trained on
 
 
 class _Steps:
@@ -109,9 +110,10 @@ def run_check(spec: CheckSpec, progress: Progress, cancelled: Callable[[], bool]
         refuse_unless_same(reference_vocabulary, read_vocabulary(candidate), spec.reference.path, candidate.path)
     steps = _Steps(progress, 1 + len(spec.candidates), len(spec.questions))
     with ReferenceStore(len(reference_vocabulary.tokens), spec.work_folder) as store:
-        reference, context_length = _run_reference(spec, store, steps, cancelled)
+        reference = _run_reference(spec, store, steps, cancelled)
+        context_length = reference.context_length
         results = tuple(
-            _run_candidate(spec, candidate, context_length, store, reference, steps, cancelled)
+            _run_candidate(spec, candidate, store, reference, steps, cancelled)
             for candidate in spec.candidates
         )
         store_ppl = store.perplexity()
@@ -137,29 +139,25 @@ def read_vocabulary(model: ModelSpec) -> Vocabulary:
         raise CheckError(str(error)) from error
 
 
-def _run_reference(
-    spec: CheckSpec, store: ReferenceStore, steps: _Steps, cancelled: Callable[[], bool]
-) -> tuple[ModelRun, int]:
-    lengths: list[int] = []
-
+def _run_reference(spec: CheckSpec, store: ReferenceStore, steps: _Steps, cancelled: Callable[[], bool]) -> ModelRun:
     def keep(index: int, logits: np.ndarray, targets: np.ndarray) -> None:
         store.append(reference_rows(logits, targets))
 
-    run = _run_model(spec, spec.reference, spec.context_length, keep, None, steps, cancelled, lengths)
+    run = _run_model(spec, spec.reference, spec.context_length, keep, None, steps, cancelled)
     store.finish()
-    return run, lengths[0]
+    return run
 
 
 def _run_candidate(
-    spec: CheckSpec, candidate: ModelSpec, context_length: int, store: ReferenceStore, reference: ModelRun,
-    steps: _Steps, cancelled: Callable[[], bool],
+    spec: CheckSpec, candidate: ModelSpec, store: ReferenceStore, reference: ModelRun, steps: _Steps,
+    cancelled: Callable[[], bool],
 ) -> CandidateResult:
     agreement = Agreement()
 
     def compare(index: int, logits: np.ndarray, targets: np.ndarray) -> None:
         agreement.add(store.chunk(index), logits, targets)
 
-    run = _run_model(spec, candidate, context_length, compare, reference.tokens, steps, cancelled, [])
+    run = _run_model(spec, candidate, reference.context_length, compare, reference.tokens, steps, cancelled)
     questions = tuple(
         _compare_answers(question, ref, cand) for question, ref, cand in zip(spec.questions, reference.answers, run.answers)
     )
@@ -169,18 +167,17 @@ def _run_candidate(
 
 def _run_model(
     spec: CheckSpec, model: ModelSpec, context_length: int, sink: ChunkSink, expected_tokens: list[int] | None,
-    steps: _Steps, cancelled: Callable[[], bool], lengths: list[int],
+    steps: _Steps, cancelled: Callable[[], bool],
 ) -> ModelRun:
+    """Load, score the text, answer the questions, close: only the results outlive the call."""
     baseline = _rss()
     load_started = time.perf_counter()
     scorer = _open(spec, model, context_length, steps, cancelled)
     try:
         load_s = time.perf_counter() - load_started
-        lengths.append(scorer.context_length)
         tokens = scorer.text_tokens(spec.text)
-        if expected_tokens is not None and tokens != expected_tokens:
-            raise CheckError(f"{model.path} tokenizes the reference text differently from the reference: "
-                             "its tokenizer is not the same, so the comparison would be meaningless.")
+        if expected_tokens is not None:
+            _refuse_unlike(model, scorer, tokens, expected_tokens, context_length)
         chunks = chunk_tokens(tokens, scorer.context_length, scorer.chunk_bos(), spec.chunks)
         if not chunks:
             raise CheckError(f"The text has only {len(tokens):,} tokens; a context of {scorer.context_length} "
@@ -191,9 +188,20 @@ def _run_model(
         prefill_s = _score_text(scorer, chunks, sink, model, steps, cancelled, peak)
         answered = _answer_all(scorer, spec, model, steps, cancelled, peak)
         cost = _cost(scorer, answered, load_s, prefill_s, sum(map(len, chunks)), max(peak) - baseline)
-        return ModelRun(scorer.quantization, tokens, answered, cost, len(chunks))
+        return ModelRun(scorer.quantization, tokens, answered, cost, len(chunks), scorer.context_length)
+    except RunnerError as error:  # a decode that failed halfway: which model, in words
+        raise CheckError(f"{model.label}: {error}") from error
     finally:
         scorer.close()
+
+
+def _refuse_unlike(model: ModelSpec, scorer: Scorer, tokens: list[int], expected: list[int], context_length: int) -> None:
+    if tokens != expected:
+        raise CheckError(f"{model.path} tokenizes the reference text differently from the reference: "
+                         "its tokenizer is not the same, so the comparison would be meaningless.")
+    if scorer.context_length != context_length:
+        raise CheckError(f"{model.path} takes a context of at most {scorer.context_length} tokens, the reference "
+                         f"{context_length}: the chunks would differ. Use a shorter context.")
 
 
 def _open(spec: CheckSpec, model: ModelSpec, context_length: int, steps: _Steps, cancelled: Callable[[], bool]) -> Scorer:
