@@ -15,11 +15,11 @@ from typing import Protocol, Sequence
 
 from PySide6.QtCore import QCoreApplication, Signal
 from PySide6.QtWidgets import (
-    QComboBox, QDialog, QFileDialog, QFormLayout, QHBoxLayout, QLabel, QProgressBar, QPushButton, QSpinBox,
-    QVBoxLayout, QWidget,
+    QComboBox, QDialog, QFileDialog, QHBoxLayout, QLabel, QProgressBar, QPushButton, QVBoxLayout, QWidget,
 )
 
 from app.quantcheck import saved as store
+from app.quantcheck.inputs_form import InputsForm
 from app.quantcheck.memory_plan import free_memory, plan
 from app.quantcheck.picker import ModelPicker
 from app.quantcheck.results_view import ResultsView
@@ -27,7 +27,6 @@ from app.quantcheck.worker import CheckWorker
 from engine.catalog.models import ModelEntry
 from engine.quantcheck.check import CheckSpec, ModelSpec
 from engine.quantcheck.errors import CheckError
-from engine.quantcheck.inputs import builtin_questions, builtin_text, read_questions, read_text
 
 class ChatsModel(Protocol):
     """The window's side: the model the chats use, and making room for the check."""
@@ -56,6 +55,7 @@ class QuantCheckDialog(QDialog):
         self.picker = ModelPicker(library)
         self.worker = CheckWorker(self)
         self.results = ResultsView()
+        self.inputs = InputsForm()
         self._build()
         self._connect()
         self._refresh_saved()
@@ -69,7 +69,7 @@ class QuantCheckDialog(QDialog):
     def _build(self) -> None:
         layout = QVBoxLayout(self)
         layout.addWidget(self.picker)
-        layout.addLayout(self._inputs_form())
+        layout.addWidget(self.inputs)
         self.memory_note = QLabel()
         self.memory_note.setWordWrap(True)
         self.error = QLabel()
@@ -81,22 +81,6 @@ class QuantCheckDialog(QDialog):
         layout.addLayout(self._run_row())
         layout.addWidget(self.results, 1)
         layout.addLayout(self._saved_row())
-
-    def _inputs_form(self) -> QFormLayout:
-        self.text_source = _source_combo("Built-in: 4,000 tokens of public-domain English")
-        self.question_source = _source_combo("Built-in: 30 questions (facts, arithmetic, reasoning, instructions, 5 JSON)")
-        self.chunks = _limit_spin(1000, "all")
-        self.question_limit = _limit_spin(50, "all")
-        limits = QHBoxLayout()
-        for label, spin in (("Text chunks of 512 tokens:", self.chunks), ("Questions:", self.question_limit)):
-            limits.addWidget(QLabel(label))
-            limits.addWidget(spin)
-        limits.addStretch(1)
-        form = QFormLayout()
-        form.addRow("Reference text:", self.text_source)
-        form.addRow("Questions:", self.question_source)
-        form.addRow("A quicker check:", limits)
-        return form
 
     def _run_row(self) -> QHBoxLayout:
         self.progress = QProgressBar(maximum=1000, textVisible=False)
@@ -129,8 +113,6 @@ class QuantCheckDialog(QDialog):
 
     def _connect(self) -> None:
         self.picker.changed.connect(self._on_selection_changed)
-        self.text_source.activated.connect(lambda index: self._on_source_chosen(self.text_source, index, "text"))
-        self.question_source.activated.connect(lambda index: self._on_source_chosen(self.question_source, index, "q"))
         self.run_button.clicked.connect(self._on_run)
         self.cancel_button.clicked.connect(self._on_cancel)
         self.saved.activated.connect(self._on_saved_chosen)
@@ -149,12 +131,9 @@ class QuantCheckDialog(QDialog):
         if isinstance(chosen, str):
             raise CheckError(chosen)
         reference, candidates = chosen
-        text_path, questions_path = self.text_source.currentData(), self.question_source.currentData()
-        limit = self.question_limit.value() or None
-        questions = read_questions(questions_path, check_count=limit is None) if questions_path else builtin_questions()
         return CheckSpec(
-            reference=reference, candidates=candidates, text=read_text(text_path) if text_path else builtin_text(),
-            questions=questions[:limit] if limit else questions, chunks=self.chunks.value() or None,
+            reference=reference, candidates=candidates, text=self.inputs.text(), questions=self.inputs.questions(),
+            chunks=self.inputs.chunk_limit(),
         )
 
     def memory_plan_for(self, models: Sequence[ModelSpec]) -> tuple[bool, str]:
@@ -219,8 +198,8 @@ class QuantCheckDialog(QDialog):
 
     def _set_running(self, running: bool) -> None:
         self.picker.setEnabled(not running)
-        for widget in (self.text_source, self.question_source, self.chunks, self.question_limit, self.run_button):
-            widget.setEnabled(not running)
+        self.inputs.setEnabled(not running)
+        self.run_button.setEnabled(not running)
         self.cancel_button.setEnabled(running)
         if running:
             self.progress.setValue(0)
@@ -269,13 +248,6 @@ class QuantCheckDialog(QDialog):
             return
         self.status.setText(f"Exported to {path}.")
 
-    def _on_source_chosen(self, combo: QComboBox, index: int, what: str) -> None:
-        if index != 1:
-            return
-        title = "Reference text (UTF-8)" if what == "text" else "Questions: one a line, or JSON Lines"
-        path, _ = QFileDialog.getOpenFileName(self, title, "", "Text (*.txt *.jsonl *.md);;All files (*)")
-        set_source(combo, path)
-
     def done(self, result: int) -> None:
         """Closing (Close, Esc, the title bar) cancels a running check; it ends on its own thread and
         then gives the chats their model back, so the window never waits here."""
@@ -287,28 +259,3 @@ class QuantCheckDialog(QDialog):
         if self.worker.running:
             self.worker.cancel()
             self.worker.wait()  # llama.cpp must not be mid-decode when the interpreter exits
-
-
-def _source_combo(built_in: str) -> QComboBox:
-    combo = QComboBox()
-    combo.addItem(built_in, "")
-    combo.addItem("From a file…", "")
-    return combo
-
-
-def set_source(combo: QComboBox, path: str) -> None:
-    """Use `path` (an empty one goes back to the built-in choice)."""
-    while combo.count() > 2:
-        combo.removeItem(2)
-    if not path:
-        combo.setCurrentIndex(0)
-        return
-    combo.addItem(Path(path).name, path)
-    combo.setCurrentIndex(2)
-
-
-def _limit_spin(most: int, none_text: str) -> QSpinBox:
-    spin = QSpinBox()
-    spin.setRange(0, most)
-    spin.setSpecialValueText(none_text)
-    return spin

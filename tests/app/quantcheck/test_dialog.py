@@ -89,8 +89,8 @@ def _tick(dialog: QuantCheckDialog, name_part: str) -> None:
 
 
 def _quick(dialog: QuantCheckDialog, chunks: int = 1, questions: int = 2) -> None:
-    dialog.chunks.setValue(chunks)
-    dialog.question_limit.setValue(questions)
+    dialog.inputs.chunks.setValue(chunks)
+    dialog.inputs.question_limit.setValue(questions)
 
 
 def test_run_shows_the_verdicts_saves_them_and_opens_them_again(
@@ -194,3 +194,21 @@ def test_a_folder_reference_offers_bitsandbytes_modes(make_dialog, default_model
     dialog.picker.modes["nf4"].setChecked(True)
     reference, candidates = dialog.picker.selection()  # type: ignore[misc]
     assert reference.backend == "hf" and [(c.path, c.quantization) for c in candidates] == [(str(folder), "nf4")]
+
+
+def test_a_users_question_file_is_checked_before_anything_runs(make_dialog, default_model: str, q8: str,  # type: ignore[no-untyped-def]
+                                                               tmp_path: Path) -> None:
+    from app.quantcheck.inputs_form import set_source
+
+    few = tmp_path / "mine.txt"
+    few.write_text("What is 2 + 2?\nName a colour.\n", encoding="utf-8")
+    dialog = make_dialog(default_model, q8)
+    _tick(dialog, "Q8_0")
+    set_source(dialog.inputs.question_source, str(few))
+    assert dialog.inputs.question_source.currentText() == "mine.txt"
+    dialog.run_button.click()
+    assert "mine.txt has 2 questions; give 20 to 50" in dialog.error.text() and not dialog.worker.running
+    dialog.inputs.question_limit.setValue(2)  # a deliberately short run may ask fewer
+    assert [q.prompt for q in dialog.build_spec().questions] == ["What is 2 + 2?", "Name a colour."]
+    set_source(dialog.inputs.question_source, "")
+    assert len(dialog.build_spec().questions) == 2 and dialog.build_spec().questions[0].kind == "fact"
