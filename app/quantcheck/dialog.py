@@ -48,7 +48,8 @@ class QuantCheckDialog(QDialog):
     ) -> None:
         super().__init__(parent)
         self.setWindowTitle("Check quantization")
-        self.resize(1100, 820)
+        available = self.screen().availableGeometry()
+        self.resize(min(1100, int(available.width() * 0.95)), min(820, int(available.height() * 0.9)))
         self._chats = chats
         self._paused = False
         self._saved_folder = saved_folder

@@ -121,10 +121,11 @@ class Report:
 
     def heading(self) -> str:
         ref = self.reference
+        chunks = f"{self.chunks} chunk{'s' if self.chunks != 1 else ''} of {self.context_length} tokens"
         return (
             f"Reference {Path(ref.path).name} ({ref.quant}, {format_bytes(ref.cost.size_bytes)}): PPL {ref.ppl:.3f} over "
-            f"{self.positions:,} positions ({self.chunks} chunks of {self.context_length} tokens, the second half "
-            f"of each scored), {self._questions_text()}; {self.seconds:.0f} s in all"
+            f"{self.positions:,} positions ({chunks}, the second half of each scored), {self._questions_text()}; "
+            f"{self.seconds:.0f} s in all"
         )
 
     def _questions_text(self) -> str:
