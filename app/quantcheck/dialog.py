@@ -137,6 +137,9 @@ class QuantCheckDialog(QDialog):
             chunks=self.inputs.chunk_limit(),
         )
 
+    def set_library(self, library: Sequence[ModelEntry]) -> None:
+        self.picker.set_library(library)
+
     def memory_plan_for(self, models: Sequence[ModelSpec]) -> tuple[bool, str]:
         loaded = self._chats.loaded_model() if self._chats else None
         decided = plan(models, loaded, free_memory())

@@ -149,6 +149,17 @@ class ModelPicker(QWidget):
 
     # ------------------------------------------------------------ filling in
 
+    def set_library(self, library: Sequence[ModelEntry]) -> None:
+        """Models found after the dialog opened (the scan runs off the GUI thread); choices made stay."""
+        reference = self.reference_path()
+        for entry in library:
+            self._library.setdefault(entry.path, entry)
+            if self.reference.findData(entry.path, PATH_ROLE) < 0:
+                self._add_reference(entry.path)
+        if not reference and self.reference.count():
+            self.reference.setCurrentIndex(0)
+        self._on_reference_changed()
+
     def choose_reference(self, path: str) -> None:
         index = self.reference.findData(path, PATH_ROLE)
         if index < 0:

@@ -212,3 +212,15 @@ def test_a_users_question_file_is_checked_before_anything_runs(make_dialog, defa
     assert [q.prompt for q in dialog.build_spec().questions] == ["What is 2 + 2?", "Name a colour."]
     set_source(dialog.inputs.question_source, "")
     assert len(dialog.build_spec().questions) == 2 and dialog.build_spec().questions[0].kind == "fact"
+
+
+def test_models_found_after_opening_fill_in_and_keep_what_was_chosen(make_dialog, default_model: str,  # type: ignore[no-untyped-def]
+                                                                      q8: str) -> None:
+    dialog = make_dialog()
+    assert dialog.memory_note.text() == "Choose a reference model." and not dialog.run_button.isEnabled()
+    dialog.set_library(_entries(default_model))
+    assert dialog.picker.reference_path() == default_model and dialog.picker.candidates.count() == 0
+    dialog.picker.add_candidate(q8)
+    dialog.set_library(_entries(default_model, q8))  # a later scan finds the same files again
+    assert dialog.picker.reference.count() == 1 + 1 and dialog.picker.candidates.count() == 1
+    assert dialog.picker.candidates.item(0).checkState() == Qt.CheckState.Checked and dialog.run_button.isEnabled()
