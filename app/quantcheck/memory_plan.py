@@ -12,8 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from engine.catalog.models import ModelReadError, describe, format_bytes
+from engine.catalog.models import ModelReadError, describe
 from engine.quantcheck.check import ModelSpec
+from engine.units import format_bytes
 
 WORKING_SET_BYTES = 384 * 1024**2  # runtime, one chunk's logits, float64 blocks (measured ~230 MiB at 49k x 512)
 HEADROOM_BYTES = 512 * 1024**2  # the window, the chats' KV caches growing, the system

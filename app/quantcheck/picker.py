@@ -17,8 +17,9 @@ from PySide6.QtWidgets import (
     QPushButton, QWidget,
 )
 
-from engine.catalog.models import ModelEntry, ModelReadError, describe, format_bytes
+from engine.catalog.models import ModelEntry, ModelReadError, describe
 from engine.quantcheck.check import Backend, ModelSpec
+from engine.units import format_bytes
 
 BITSANDBYTES_MODES = (("int8", "8-bit (int8)"), ("nf4", "4-bit NF4"), ("fp4", "4-bit FP4"))
 PATH_ROLE = Qt.ItemDataRole.UserRole

@@ -18,6 +18,7 @@ from typing import Sequence
 from engine.quantcheck.check import CheckSpec, ModelSpec, run_check
 from engine.quantcheck.errors import Cancelled, CheckError
 from engine.quantcheck.inputs import builtin_questions, builtin_text, read_questions, read_text
+from engine.paths import user_path  # paths made absolute once, at the edge
 from engine.quantcheck.report import write_atomically
 
 
@@ -46,19 +47,15 @@ def build_spec(args: argparse.Namespace) -> CheckSpec:
         raise CheckError("Name at least one --candidate GGUF file to compare with the reference.")
     paths = args.candidate or [args.reference]
     quants = args.quant or ["none"]
-    candidates = tuple(ModelSpec(_absolute(p), args.backend, q) for p in paths for q in quants)
+    candidates = tuple(ModelSpec(user_path(p), args.backend, q) for p in paths for q in quants)
     questions = read_questions(args.questions, check_count=args.limit is None) if args.questions else builtin_questions()
     if args.limit is not None:
         questions = questions[: max(args.limit, 0)]
     return CheckSpec(
-        reference=ModelSpec(_absolute(args.reference), args.backend), candidates=candidates,
+        reference=ModelSpec(user_path(args.reference), args.backend), candidates=candidates,
         text=read_text(args.text) if args.text else builtin_text(), questions=questions,
         context_length=args.context, chunks=args.chunks, max_answer_tokens=args.max_answer_tokens, threads=args.threads,
     )
-
-
-def _absolute(path: str) -> str:
-    return str(Path(path).expanduser().absolute())  # resolved once, at the edge
 
 
 class _ProgressPrinter:
@@ -91,7 +88,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(file=sys.stderr)
     print(report.table())
     if args.json_out:
-        write_atomically(Path(args.json_out).expanduser(), json.dumps(report.to_json(), indent=2))
+        write_atomically(Path(user_path(args.json_out)), json.dumps(report.to_json(), indent=2))
     return 0
 
 

@@ -58,7 +58,7 @@ class HfScorer:
     backend = "hf"
 
     def __init__(self, runner: Any, path: Path) -> None:
-        from engine.runners.hf.runner import tokenizer_adds_bos
+        from engine.runners.hf.text import tokenizer_adds_bos
 
         self.runner = runner
         self._model = runner.model

@@ -15,9 +15,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from engine.catalog.models import format_bytes
 from engine.quantcheck.metrics import TokenAgreement
 from engine.quantcheck.verdict import Verdict
+from engine.units import format_bytes
 
 SAVED_FORMAT = "hearth-quantcheck"
 SAVED_VERSION = 1

@@ -14,7 +14,7 @@ from app.quantcheck import dialog as dialog_module
 from app.quantcheck.dialog import QuantCheckDialog
 from app.quantcheck.saved import checks_folder, saved_checks
 from engine.catalog.models import ModelEntry, describe
-from tests.engine.gguf_copies import requantize, swap_two_tokens
+from tests.engine.quantcheck.gguf_copies import requantize, swap_two_tokens
 
 pytestmark = pytest.mark.slow
 pytest.importorskip("llama_cpp")

@@ -8,6 +8,7 @@ import pytest
 
 from app.quantcheck.memory_plan import HEADROOM_BYTES, WORKING_SET_BYTES, model_bytes, plan
 from engine.quantcheck.check import ModelSpec
+from engine.units import format_bytes
 
 GIB = 1024**3
 
@@ -18,7 +19,7 @@ def test_a_gguf_takes_its_file_size_and_the_largest_model_counts(default_model: 
     small = ModelSpec(default_model)
     need = Path(default_model).stat().st_size + WORKING_SET_BYTES
     decided = plan([small, small], None, 10 * GIB)
-    assert not decided.pause_chats and f"about {need / 1024**2:.1f} MiB" in decided.text
+    assert not decided.pause_chats and f"about {format_bytes(need)}, with 10.0 GiB free" in decided.text
 
 
 def test_the_chats_model_stays_when_the_check_fits_beside_it(default_model: str) -> None:
@@ -31,8 +32,8 @@ def test_the_chats_model_stays_when_the_check_fits_beside_it(default_model: str)
 
 def test_bitsandbytes_modes_need_less_than_full_precision(tmp_path_factory: pytest.TempPathFactory) -> None:
     pytest.importorskip("transformers")
-    from tests.engine.tiny_hf import tiny_model_fixture
+    from tests.engine.runners.hf.tiny_hf import build_tiny_llama
 
-    folder = tiny_model_fixture(tmp_path_factory)
+    folder = str(build_tiny_llama(tmp_path_factory.mktemp("tiny") / "tiny-llama"))
     sizes = [model_bytes(ModelSpec(folder, "hf", mode)) for mode in ("none", "int8", "nf4")]
     assert sizes[0] > sizes[1] > sizes[2] > 0

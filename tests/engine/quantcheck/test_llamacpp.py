@@ -19,7 +19,7 @@ from engine.quantcheck.__main__ import main
 from engine.quantcheck.check import CheckSpec, ModelSpec, run_check
 from engine.quantcheck.errors import Cancelled, CheckError, TokenizerMismatch
 from engine.quantcheck.inputs import Question, builtin_text
-from tests.engine.gguf_copies import requantize, swap_two_tokens
+from tests.engine.quantcheck.gguf_copies import requantize, swap_two_tokens
 
 pytestmark = pytest.mark.slow
 llama_cpp = pytest.importorskip("llama_cpp")

@@ -1,4 +1,7 @@
-"""The quantization check on the transformers backend: the tiny fp32 model against itself through bitsandbytes."""
+"""The quantization check on the transformers backend: the tiny fp32 model against itself through bitsandbytes.
+
+`tiny_model` (tests/engine/conftest.py) is the tiny Llama folder built in code.
+"""
 
 from __future__ import annotations
 
@@ -15,14 +18,8 @@ pytest.importorskip("bitsandbytes")
 from engine.quantcheck.check import CheckSpec, ModelSpec, run_check  # noqa: E402
 from engine.quantcheck.errors import TokenizerMismatch  # noqa: E402
 from engine.quantcheck.inputs import Question, builtin_text  # noqa: E402
-from tests.engine.tiny_hf import tiny_model_fixture  # noqa: E402
 
 pytestmark = [pytest.mark.hf, pytest.mark.slow]
-
-
-@pytest.fixture(scope="session")
-def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> str:
-    return tiny_model_fixture(tmp_path_factory)
 
 
 def _spec(reference: str, candidates: tuple[ModelSpec, ...], questions: tuple[Question, ...] = ()) -> CheckSpec:
