@@ -31,7 +31,7 @@ _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL | re.IGNORECASE)
 class Answer:
     tokens: tuple[int, ...]
     text: str
-    decode_tokens: int  # tokens after the first (the first comes with the prompt)
+    decode_tokens: int  # one-token steps after the prompt's (which brings the first token)
     decode_seconds: float
 
 
@@ -43,23 +43,29 @@ def answer(runner: Runner, question: Question, max_new_tokens: int, cancelled: C
     detokenizer = runner.detokenizer()
     tokens: list[int] = []
     text, work = "", [SlotWork(0, prompt, 0, True)]
-    started = 0.0
-    for _ in range(max_new_tokens):
+    started, steps = 0.0, -1  # decode speed: the steps after the prompt's
+    while len(tokens) < max_new_tokens and len(prompt) + len(tokens) < runner.context_length:
         if cancelled():
             raise Cancelled()
         token = runner.forward(work)[0]
-        if not tokens:
-            started = time.perf_counter()  # decode speed: the steps after the prompt's
+        steps += 1
+        started = started or time.perf_counter()
         if runner.is_end_of_generation(token):
             break
         tokens.append(token)
         text += detokenizer.add(token)
+        if _cut_at_marker(text, runner.end_markers) is not None:
+            break  # a marker of several tokens: the chat would stop here too
         work = [SlotWork(0, [token], len(prompt) + len(tokens) - 1, True)]
-        if len(prompt) + len(tokens) >= runner.context_length:
-            break
-    elapsed = time.perf_counter() - started if tokens else 0.0
     runner.clear_slot(0)
-    return Answer(tuple(tokens), (text + detokenizer.flush()).strip(), max(len(tokens) - 1, 0), elapsed)
+    text += detokenizer.flush()
+    cut = _cut_at_marker(text, runner.end_markers)
+    return Answer(tuple(tokens), text[:cut].strip(), max(steps, 0), time.perf_counter() - started if steps > 0 else 0.0)
+
+
+def _cut_at_marker(text: str, markers: Sequence[str]) -> int | None:
+    found = [text.find(marker) for marker in markers if marker and marker in text]
+    return min(found) if found else None
 
 
 def same_start(a: Sequence[int], b: Sequence[int], length: int = SAME_PREFIX_TOKENS) -> bool:
