@@ -11,7 +11,7 @@ Markdown.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Protocol, Sequence
+from typing import TYPE_CHECKING, Protocol, Sequence
 
 from PySide6.QtCore import QCoreApplication, Signal
 from PySide6.QtWidgets import (
@@ -28,6 +28,9 @@ from engine.catalog.models import ModelEntry
 from engine.quantcheck.check import CheckSpec, ModelSpec
 from engine.quantcheck.errors import CheckError
 
+if TYPE_CHECKING:
+    from app.settings.model_scan import ScanResult
+
 class ChatsModel(Protocol):
     """The window's side: the model the chats use, and making room for the check."""
 
@@ -43,9 +46,10 @@ class QuantCheckDialog(QDialog):
     check_cancelled = Signal()
 
     def __init__(
-        self, library: Sequence[ModelEntry], chats: ChatsModel | None = None, parent: QWidget | None = None,
-        saved_folder: Path | None = None,
+        self, library: Sequence[ModelEntry] | None, chats: ChatsModel | None = None, parent: QWidget | None = None,
+        saved_folder: Path | None = None, recent: Sequence[str] = (),
     ) -> None:
+        """`library` None: look for the models (as the settings dialog does, off the GUI thread)."""
         super().__init__(parent)
         self.setWindowTitle("Check quantization")
         available = self.screen().availableGeometry()
@@ -53,7 +57,7 @@ class QuantCheckDialog(QDialog):
         self._chats = chats
         self._paused = False
         self._saved_folder = saved_folder
-        self.picker = ModelPicker(library)
+        self.picker = ModelPicker(library or ())
         self.worker = CheckWorker(self)
         self.results = ResultsView()
         self.inputs = InputsForm()
@@ -61,6 +65,8 @@ class QuantCheckDialog(QDialog):
         self._connect()
         self._refresh_saved()
         self._on_selection_changed()
+        if library is None:
+            self._scan_models(recent)
         application = QCoreApplication.instance()
         if application is not None:
             application.aboutToQuit.connect(self._on_app_quitting)
@@ -139,6 +145,21 @@ class QuantCheckDialog(QDialog):
 
     def set_library(self, library: Sequence[ModelEntry]) -> None:
         self.picker.set_library(library)
+
+    def _scan_models(self, recent: Sequence[str]) -> None:
+        from app.settings.capabilities import probe_capabilities
+        from app.settings.model_scan import ModelScan, ScanResult
+        from engine.catalog.models import discover
+
+        self.memory_note.setText("Looking for models…")
+        scan = ModelScan(lambda: ScanResult(tuple(discover(recent)), probe_capabilities(deep=False)))
+        scan.finished.connect(self._on_models_found)  # a bound slot: nothing arrives once the dialog is gone
+        scan.start()
+
+    def _on_models_found(self, result: ScanResult) -> None:
+        if result.error:
+            self.error.setText(result.error)
+        self.set_library(result.entries)
 
     def memory_plan_for(self, models: Sequence[ModelSpec]) -> tuple[bool, str]:
         loaded = self._chats.loaded_model() if self._chats else None

@@ -31,6 +31,7 @@ from app.window.welcome import welcome_text
 from engine.catalog.default_model import default_model_path
 
 if TYPE_CHECKING:
+    from app.quantcheck.dialog import QuantCheckDialog
     from app.settings.dialog import SettingsDialog
 
 _NO_STATS = TurnStats(0, 0, 0, 0.0, 0.0, 0.0)
@@ -55,6 +56,7 @@ class MainWindow(QMainWindow):
         self.settings = Settings.load()  # a small JSON file; a bad one is replaced, with a message
         self.model_path = model_path  # overrides the settings' model (--model, the self-test)
         self._settings_dialog: SettingsDialog | None = None
+        self._quantcheck_dialog: QuantCheckDialog | None = None  # kept: its results stay for the next look
         _, self.default_sampling, self.system_prompt = self._engine_inputs()
         self._tabs_by_chat: dict[str, ChatTab] = {}
         self._chat_count = 0
@@ -285,6 +287,12 @@ class MainWindow(QMainWindow):
 
     def show_model_details(self) -> None:
         self.gauge.show_details()
+
+    def check_quantization(self) -> None:
+        from app.window.quantcheck_hook import ChatsMakingRoom, open_check  # the check's modules: only when asked
+
+        chats = ChatsMakingRoom(self.bridge, self.model, self.chat_tabs, self.chat_opened)
+        self._quantcheck_dialog = open_check(self, self._quantcheck_dialog, chats, self.settings.get("model.recent"))
 
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802
         self.bridge.shutdown()  # joins the engine thread: nothing may emit into a dead window

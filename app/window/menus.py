@@ -24,6 +24,7 @@ class WindowCommands(Protocol):
     def open_settings(self) -> None: ...
     def cancel_loading(self) -> None: ...
     def show_model_details(self) -> None: ...
+    def check_quantization(self) -> None: ...
     def show_about(self) -> None: ...
 
 
@@ -44,6 +45,8 @@ def build_menus(window: QMainWindow, commands: WindowCommands) -> None:
     add_action(model, "&Settings…", commands.open_settings, "Ctrl+,", QKeySequence.StandardKey.Preferences)
     add_action(model, "&Cancel loading", commands.cancel_loading)
     add_action(model, "&Model details", commands.show_model_details)
+    model.addSeparator()
+    add_action(model, "Check &quantization…", commands.check_quantization)
     help_menu = window.menuBar().addMenu("&Help")
     add_action(help_menu, "&About Hearth", commands.show_about)
     for keys, step in TAB_KEYS:
