@@ -181,7 +181,7 @@ class QuantCheckDialog(QDialog):
         except CheckError as error:
             self.error.setText(str(error))
             return
-        pause, why = self.memory_plan_for([spec.reference, *spec.candidates])
+        pause = self.memory_plan_for([spec.reference, *spec.candidates])[0]
         if pause and self._chats is not None:
             if self._chats.answering():
                 self.error.setText("A chat is still answering. Stop it or let it finish: the check needs its model's memory.")
@@ -195,7 +195,7 @@ class QuantCheckDialog(QDialog):
     def _on_cancel(self) -> None:
         self.worker.cancel()
         self.cancel_button.setEnabled(False)
-        self.status.setText("Cancelling at the next text chunk or answer token…")
+        self.status.setText("Cancelling…")
 
     def _on_progress(self, fraction: float, message: str) -> None:
         self.progress.setValue(int(fraction * 1000))

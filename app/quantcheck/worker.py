@@ -1,10 +1,11 @@
 """The check on a thread of its own, reporting to the GUI through Qt signals.
 
 `run_check` is plain Python; this starts it on a daemon thread named
-hearth-quantcheck, passes Cancel in as an Event the check polls between
-chunks and tokens, and saves the report on that thread when the check has
-finished (so the GUI never waits on the disk). Signals emitted there are
-queued to the GUI thread by Qt's automatic connection.
+hearth-quantcheck, passes Cancel in as an Event the check polls (between
+answer tokens, and inside a text chunk's decode through llama.cpp's abort
+callback), and saves the report on that thread when the check has finished
+(so the GUI never waits on the disk). Signals emitted there are queued to the
+GUI thread by Qt's automatic connection; if the dialog is gone, the check stops.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 import logging
 import threading
 
-from PySide6.QtCore import QObject, Signal
+from PySide6.QtCore import QObject, Signal, SignalInstance
 
 from app.quantcheck.saved import save
 from engine.quantcheck.check import CheckSpec, run_check
@@ -53,15 +54,27 @@ class CheckWorker(QObject):
         return not self.running
 
     def _run(self, spec: CheckSpec) -> None:
+        signal: SignalInstance
+        args: tuple[object, ...]
         try:
-            report = run_check(spec, self.progressed.emit, self._cancel.is_set)
-            saved = save(report)
+            report = run_check(spec, self._on_progress, self._cancel.is_set)
+            signal, args = self.check_finished, (save(report),)
         except Cancelled:
-            self.check_cancelled.emit()
+            signal, args = self.check_cancelled, ()
         except CheckError as error:
-            self.check_failed.emit(str(error))
+            signal, args = self.check_failed, (str(error),)
+        except OSError as error:  # the reference's temporary file, or the saved result
+            signal, args = self.check_failed, (f"The check could not write its files: {error}.",)
         except Exception as error:  # a bug must reach the dialog, not vanish with the thread
             log.exception("quantization check failed")
-            self.check_failed.emit(f"The check stopped: {error}")
-        else:
-            self.check_finished.emit(saved)
+            signal, args = self.check_failed, (f"The check stopped: {error}",)
+        try:
+            signal.emit(*args)
+        except RuntimeError:  # the dialog went with its window meanwhile: nobody is left to tell
+            pass
+
+    def _on_progress(self, fraction: float, message: str) -> None:
+        try:
+            self.progressed.emit(fraction, message)
+        except RuntimeError:  # the dialog is gone: the check has nobody to report to, so it stops
+            self._cancel.set()

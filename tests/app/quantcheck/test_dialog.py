@@ -224,3 +224,20 @@ def test_models_found_after_opening_fill_in_and_keep_what_was_chosen(make_dialog
     dialog.set_library(_entries(default_model, q8))  # a later scan finds the same files again
     assert dialog.picker.reference.count() == 1 + 1 and dialog.picker.candidates.count() == 1
     assert dialog.picker.candidates.item(0).checkState() == Qt.CheckState.Checked and dialog.run_button.isEnabled()
+
+
+def test_a_dialog_deleted_mid_run_stops_its_check_and_saves_nothing(  # type: ignore[no-untyped-def]
+    qtbot, default_model: str, q8: str, private_temp: Path
+) -> None:
+    import shiboken6
+
+    dialog = QuantCheckDialog(_entries(default_model, q8))
+    _tick(dialog, "Q8_0")
+    seen: list[str] = []
+    dialog.worker.progressed.connect(lambda fraction, message: seen.append(message))
+    dialog.run_button.click()
+    qtbot.waitUntil(lambda: any("text chunk 1 of 8" in m for m in seen), timeout=WAIT_MS)
+    worker = dialog.worker
+    shiboken6.delete(dialog)  # as when its window is destroyed with the check still running
+    assert worker.wait(60), "the check noticed nobody listens any more and stopped"
+    assert saved_checks() == [] and list(private_temp.iterdir()) == []
