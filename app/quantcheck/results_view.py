@@ -28,6 +28,7 @@ class ResultsView(QWidget):
         self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.table.setWordWrap(True)
+        self.table.setTextElideMode(Qt.TextElideMode.ElideMiddle)
         self.table.verticalHeader().hide()
         self.answers = QTextBrowser()
         self.answers.setPlaceholderText("Select a candidate to see its answers beside the reference's.")
@@ -51,12 +52,14 @@ class ResultsView(QWidget):
         self.table.setRowCount(len(rows) - 1)
         for row, (cells, candidate) in enumerate(zip(rows[1:], report.candidates)):
             for column, text in enumerate(cells):
-                item = QTableWidgetItem(text)
+                verdict = column == len(cells) - 1
+                item = QTableWidgetItem(short_verdict(text) if verdict else text)
                 item.setToolTip(text)
-                if column == len(cells) - 1:
+                if verdict:
                     item.setForeground(QBrush(QColor(LEVEL_COLOURS[candidate.verdict.level])))
                 self.table.setItem(row, column, item)
         header = self.table.horizontalHeader()
+        header.setMaximumSectionSize(260)  # a long file name is elided in the middle; its tooltip has it all
         header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         header.setSectionResizeMode(len(rows[0]) - 1, QHeaderView.ResizeMode.Stretch)
         self.table.resizeRowsToContents()
@@ -69,6 +72,12 @@ class ResultsView(QWidget):
             self.answers.clear()
             return
         self.answers.setHtml(answers_html(self.report.candidates[min(rows)]))
+
+
+def short_verdict(text: str) -> str:
+    """The level and the finding that decided it; the whole verdict is the tooltip and heads the answers."""
+    head, _, rest = text.partition(", ")
+    return f"{head} …" if rest else head
 
 
 def answers_html(candidate: CandidateResult) -> str:

@@ -110,7 +110,8 @@ def test_run_shows_the_verdicts_saves_them_and_opens_them_again(
     table = dialog.results.table
     assert table.rowCount() == 1 and table.item(0, 0).text() == Path(q8).name and table.item(0, 1).text() == "Q8_0"
     assert table.item(0, 3).text() == f"{candidate.agreement.mean_kld:.4f}" and 0 < candidate.agreement.mean_kld < 0.05
-    assert table.item(0, 12).text() == candidate.verdict.text and candidate.verdict.text.startswith("fine to use")
+    assert table.item(0, 12).toolTip() == candidate.verdict.text and candidate.verdict.text.startswith("fine to use")
+    assert table.item(0, 12).text() == candidate.verdict.text.split(", ")[0] + " …"  # the deciding finding
     assert "Reference: " in dialog.results.answers.toPlainText() and "1. What is the capital of France?" in \
         dialog.results.answers.toPlainText()
     assert dialog.status.text().startswith("Done in") and dialog.progress.value() == 1000
