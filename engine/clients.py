@@ -8,7 +8,7 @@ ModelLoadFailed, EngineStats, EngineError) go to every client. A chat id that
 another client owns is refused on the caller's thread, so two clients can never
 mix their chats up. A client with `one_turn_chats` (the API: a fresh id per
 request) gives its chat id back when the turn finishes; a tab keeps its id for
-all its turns until it closes it.
+all its turns until it closes it (and still hears how a turn running then ends).
 
 `on_event` runs on the engine thread: it must only hand the event on (a Qt
 signal's emit, `loop.call_soon_threadsafe`), never block. Taps see every command
@@ -77,6 +77,8 @@ class EngineHost:
         self._loop: EngineLoop | None = None
         self._clients: list[EngineClient] = []
         self._owners: dict[str, EngineClient] = {}
+        self._turns: dict[str, int] = {}  # chat -> turns submitted and not yet finished
+        self._closing: set[str] = set()  # closed chats whose last turn has yet to report its end
         self._taps: list[Tap] = []
         self.model_info: ModelInfo | None = None  # the model answering now, as the engine said
         self.loading = False
@@ -89,7 +91,7 @@ class EngineHost:
             if self._loop is not None and self._loop.running:
                 return
             self._loop = EngineLoop(self._emit, stats_interval_s=self._stats_interval_s)
-            self._owners.clear()  # a fresh engine knows no turns
+            self._forget_turns()  # a fresh engine knows no turns
             self.model_info, self.loading = None, False
         self._loop.start()
 
@@ -162,10 +164,16 @@ class EngineHost:
         owner = self._owners.get(command.chat_id)
         if owner is not None and owner is not client:
             raise ChatIdTaken(f"chat {command.chat_id!r} belongs to client {owner.name}, not {client.name}")
+        chat = command.chat_id
         if isinstance(command, Submit):
-            self._owners[command.chat_id] = client
+            self._owners[chat] = client
+            self._turns[chat] = self._turns.get(chat, 0) + 1
+            self._closing.discard(chat)
         elif isinstance(command, CloseChat):
-            self._owners.pop(command.chat_id, None)  # its late events are dropped: the chat is gone
+            if self._turns.get(chat):
+                self._closing.add(chat)  # given back when that turn's TurnFinished has been routed
+            else:
+                self._owners.pop(chat, None)
 
     def _detach(self, client: EngineClient) -> None:
         with self._lock:
@@ -189,15 +197,30 @@ class EngineHost:
                 targets = list(self._clients)
             else:
                 owner = self._owners.get(chat_id)
-                targets = [owner] if owner is not None else []
-                if owner is not None and owner.one_turn_chats and isinstance(event, TurnFinished):
-                    del self._owners[chat_id]
+                targets = [owner] if owner is not None and owner.attached else []
+                if owner is not None and isinstance(event, TurnFinished):
+                    self._turn_finished(owner, chat_id)
             taps = list(self._taps)
         steps = self.steps
         for tap in taps:
             tap("event", event, steps)
         for client in targets:
             client.deliver(event)
+
+    def _turn_finished(self, owner: EngineClient, chat_id: str) -> None:
+        left = self._turns.get(chat_id, 1) - 1
+        if left > 0:
+            self._turns[chat_id] = left
+            return
+        self._turns.pop(chat_id, None)
+        if owner.one_turn_chats or chat_id in self._closing:
+            self._closing.discard(chat_id)
+            del self._owners[chat_id]
+
+    def _forget_turns(self) -> None:
+        self._owners.clear()
+        self._turns.clear()
+        self._closing.clear()
 
     def _track_model(self, event: Event) -> None:
         """What a client attaching later needs to know: which model answers, whether one is loading."""
@@ -211,5 +234,5 @@ class EngineHost:
                 self.model_info = None
         elif isinstance(event, EngineError):
             self.model_info, self.loading = None, False
-            self._owners.clear()
+            self._forget_turns()
 
