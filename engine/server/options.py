@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 LOOPBACK_NAMES = ("localhost",)
 DEFAULT_PORT = 8642
+API_CHAT_PREFIX = "api-"  # the chat ids of API requests (a tab's id is bare hex): the gauge names them so
 
 
 class ServerOptionsError(ValueError):

@@ -22,15 +22,15 @@ from engine.protocol import (
     Cancel, EngineError, Event, Submit, Token, TurnFinished, TurnQueued,
 )
 from engine.server.errors import ApiError
+from engine.server.options import API_CHAT_PREFIX
 
 log = logging.getLogger(__name__)
-CHAT_PREFIX = "api-"
 RETRY_AFTER_S = 2
 SHUTDOWN_NOTE = "The server is shutting down: the answer was cut here."
 
 
 def new_chat_id() -> str:
-    return CHAT_PREFIX + uuid.uuid4().hex
+    return API_CHAT_PREFIX + uuid.uuid4().hex
 
 
 class Turn:
