@@ -6,7 +6,7 @@ Qt's automatic connection queues that to the GUI thread, where the event is
 re-dispatched to a typed signal. The bridge owns the window process's engine
 (an EngineHost, engine/clients.py) and is one client of it; the local API
 server is another, attached through `engine_host`. No other module of app/
-reaches the engine's insides (loop, scheduler, slots, runners;
+reaches the engine's insides (the host, loop, scheduler, slots, runners;
 tests/test_boundary.py checks it); they import the Qt-free engine.protocol,
 engine.catalog and engine.server directly.
 """

@@ -31,7 +31,7 @@ class ServerSection(QGroupBox):
         self.port_spin = spin(1, 65535)
         self.key_edit = QLineEdit()
         self.key_edit.setEchoMode(QLineEdit.EchoMode.PasswordEchoOnEdit)
-        self.key_edit.setPlaceholderText("none (needed for any address but 127.0.0.1)")
+        self.key_edit.setPlaceholderText("none")
         generate = QPushButton("Generate")
         generate.clicked.connect(lambda: self.key_edit.setText(secrets.token_urlsafe(24)))
         key_row = QHBoxLayout()

@@ -3,7 +3,9 @@
 The server is Qt-free (engine/server); this QObject owns it for the window. It
 attaches to the engine the bridge owns (`bridge.engine_host`), so API requests
 join the tabs' batch. The count of requests in flight arrives on the server's
-own thread and crosses to the GUI thread through a queued signal.
+own thread and crosses to the GUI thread through a queued signal. It keeps the
+status bar's indicator and the gauge up to date, and says why when the server
+could not start: in the settings dialog if that is open, and in the status bar.
 """
 
 from __future__ import annotations
@@ -12,11 +14,15 @@ import logging
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, Signal
+from PySide6.QtWidgets import QStatusBar
 
+from app.status.gauge import GaugeWidget
+from app.status.server_indicator import ServerIndicator
 from engine.server.options import ServerOptions, ServerOptionsError
 
 if TYPE_CHECKING:
     from app.bridge import EngineBridge
+    from app.settings.dialog import SettingsDialog
     from engine.server.server import ApiServer
 
 log = logging.getLogger(__name__)
@@ -26,15 +32,28 @@ class ApiServerControl(QObject):
     state_changed = Signal()  # started, stopped or failed: url / error changed
     in_flight_changed = Signal(int)  # requests being answered or waiting
 
-    def __init__(self, bridge: EngineBridge, parent: QObject | None = None) -> None:
+    def __init__(self, bridge: EngineBridge, indicator: ServerIndicator, gauge: GaugeWidget, bar: QStatusBar,
+                 parent: QObject | None = None) -> None:
         super().__init__(parent)
         self._bridge = bridge
+        self._indicator, self._gauge, self._bar = indicator, gauge, bar
         self._server: ApiServer | None = None
         self.options: ServerOptions | None = None
         self.url = ""
         self.error = ""
         self.in_flight = 0
         self.in_flight_changed.connect(self._on_in_flight_changed)
+        indicator.copied.connect(lambda url: bar.showMessage(f"Copied {url}", 3000))
+        indicator.retry_requested.connect(lambda: self.serve(self.options))
+
+    def serve(self, options: ServerOptions | None, dialog: SettingsDialog | None = None) -> bool:
+        """(Re)start or stop the API; a failure is said in `dialog` if it is open, and in the status bar."""
+        if self.apply(options):
+            return True
+        if dialog is not None and dialog.isVisible():
+            dialog.show_server_error(self.error)
+        self._bar.showMessage(f"The local API did not start: {self.error}", 15_000)
+        return False
 
     @property
     def running(self) -> bool:
@@ -45,7 +64,7 @@ class ApiServerControl(QObject):
         self.stop()
         self.options = options
         if options is None:
-            self.state_changed.emit()
+            self._changed()
             return True
         from engine.server.server import ApiServer, ServerStartError  # the web stack: only when serving
 
@@ -56,11 +75,15 @@ class ApiServerControl(QObject):
         except (ServerStartError, ServerOptionsError) as error:
             self._server, self.error = None, _with_hint(error)
             log.warning("the local API did not start: %s", self.error)
-            self.state_changed.emit()
+            self._changed()
             return False
         log.info("the local API serves at %s", self.url)
-        self.state_changed.emit()
+        self._changed()
         return True
+
+    def _changed(self) -> None:
+        self._show()
+        self.state_changed.emit()
 
     def retry(self) -> bool:
         return self.apply(self.options)
@@ -75,6 +98,11 @@ class ApiServerControl(QObject):
     def _on_in_flight_changed(self, count: int) -> None:
         if self._server is not None:
             self.in_flight = count
+        self._show()
+
+    def _show(self) -> None:
+        self._indicator.show_state(self.url, self.in_flight, self.error)
+        self._gauge.set_api(self.url, self.in_flight)
 
 
 def _with_hint(error: Exception) -> str:

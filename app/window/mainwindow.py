@@ -32,7 +32,7 @@ from app.window.model_lifecycle import ModelLifecycle
 from app.window.tabwidget import ChatTabWidget
 from app.window.welcome import welcome_text
 from engine.catalog.default_model import default_model_path
-from engine.server.options import API_CHAT_PREFIX, ServerOptions
+from engine.server.options import API_CHAT_PREFIX
 
 if TYPE_CHECKING:
     from app.quantcheck.dialog import QuantCheckDialog
@@ -66,8 +66,8 @@ class MainWindow(QMainWindow):
         self._chat_count = 0
         self._started = False
         self.gauge = GaugeWidget(self._title_of, self)
-        self.api = ApiServerControl(self.bridge, self)
         self.api_indicator = ServerIndicator(self)
+        self.api = ApiServerControl(self.bridge, self.api_indicator, self.gauge, self.statusBar(), self)
         self.model = ModelLifecycle(self.bridge, self)
         self.model.readiness_changed.connect(self._on_readiness_changed)
         self.model.loaded.connect(self._on_model_loaded)
@@ -96,10 +96,6 @@ class MainWindow(QMainWindow):
         bar.addWidget(self.model.progress)
         bar.addPermanentWidget(self.api_indicator)
         bar.addPermanentWidget(self.gauge)
-        self.api.state_changed.connect(self._on_api_changed)
-        self.api.in_flight_changed.connect(lambda _count: self._on_api_changed())
-        self.api_indicator.copied.connect(lambda url: bar.showMessage(f"Copied {url}", 3000))
-        self.api_indicator.retry_requested.connect(self._on_api_retry)
 
     def _connect_bridge(self) -> None:
         bridge, route = self.bridge, self._route
@@ -217,7 +213,7 @@ class MainWindow(QMainWindow):
         else:
             self.model.load(config)
         if (options := server_options(self.settings)) is not None:
-            self._serve(options)
+            self.api.serve(options)
 
     def initial_model_config(self) -> ModelConfig | None:
         """The settings' model (or --model), else the bundled default; None when there is none."""
@@ -267,7 +263,7 @@ class MainWindow(QMainWindow):
         dialog = SettingsDialog(self.settings, self, loaded=self.model.config_in_effect)
         dialog.model_config_applied.connect(self._on_model_config_applied)
         dialog.sampling_applied.connect(self._on_sampling_applied)
-        dialog.server_applied.connect(self._serve)
+        dialog.server_applied.connect(lambda options: self.api.serve(options, dialog))
         # A failed load is explained where the user is looking: in the dialog.
         self.bridge.model_load_failed.connect(dialog.show_load_error)
         dialog.finished.connect(lambda _result: self.bridge.model_load_failed.disconnect(dialog.show_load_error))
@@ -281,24 +277,6 @@ class MainWindow(QMainWindow):
 
     def _on_sampling_applied(self, sampling: SamplingParams, system_prompt: str) -> None:
         self.default_sampling, self.system_prompt = sampling, system_prompt
-
-    # ------------------------------------------------------------ the local API
-
-    def _serve(self, options: ServerOptions | None) -> None:
-        """(Re)start or stop the API; a failure is said in the dialog if open, and in the status bar."""
-        if self.api.apply(options):
-            return
-        dialog = self._settings_dialog
-        if dialog is not None and dialog.isVisible():
-            dialog.show_server_error(self.api.error)
-        self.statusBar().showMessage(f"The local API did not start: {self.api.error}", 15_000)
-
-    def _on_api_retry(self) -> None:
-        self._serve(self.api.options)
-
-    def _on_api_changed(self) -> None:
-        self.api_indicator.show_state(self.api.url, self.api.in_flight, self.api.error)
-        self.gauge.set_api(self.api.url, self.api.in_flight)
 
     def show_about(self) -> None:
         from app.misc.about import AboutDialog  # asks llama.cpp for its build: only when wanted

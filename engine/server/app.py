@@ -62,8 +62,7 @@ class Gate:
         await self.app(scope, receive, send)
 
     def _refusal(self, scope: Scope, headers: Headers) -> ApiError | None:
-        host = headers.get("host", "").rsplit(":", 1)[0] if "]" not in headers.get("host", "") else \
-            headers.get("host", "").rsplit("]", 1)[0] + "]"
+        host = _host_name(headers.get("host", ""))
         if is_loopback(self.options.host) and host and not is_loopback(host):
             return ApiError(403, f"This server answers requests to this computer only, not to {host!r}.")
         origin = headers.get("origin")
@@ -75,6 +74,13 @@ class Gate:
                 return ApiError(401, "Missing or wrong API key: send it as 'Authorization: Bearer KEY' or "
                                 "'X-Api-Key: KEY'.", code="invalid_api_key")
         return None
+
+
+def _host_name(header: str) -> str:
+    """The name in a Host header, without its port: "localhost:8642" -> "localhost", "[::1]:80" -> "[::1]"."""
+    if header.startswith("["):
+        return header.split("]", 1)[0] + "]"
+    return header.rsplit(":", 1)[0]
 
 
 def _key_given(headers: Headers) -> str:
