@@ -66,8 +66,12 @@ class ApiServerControl(QObject):
         if options is None:
             self._changed()
             return True
-        from engine.server.server import ApiServer, ServerStartError  # the web stack: only when serving
-
+        try:
+            from engine.server.server import ApiServer, ServerStartError  # the web stack: only when serving
+        except ImportError as error:
+            self.error = f"The local API needs the server extra: pip install 'hearth-chat[server]' ({error})."
+            self._changed()
+            return False
         self._bridge.start()  # the engine the API joins; idle until a model is loaded
         try:
             self._server = ApiServer(self._bridge.engine_host, options, on_in_flight=self.in_flight_changed.emit)

@@ -71,8 +71,9 @@ class ApiServer:
         self._socket = bind(self.options.host, self.options.port)
         self.port = self._socket.getsockname()[1]
         app = build_app(self.desk, self.options, on_startup=self._ready.set)
-        config = uvicorn.Config(app, log_config=None, access_log=False, lifespan="on", ws="none",
-                                timeout_graceful_shutdown=max(1, round(self.options.graceful_shutdown_s)))
+        # No log_config: uvicorn would reconfigure the window's logging. h11 and asyncio by name, for the bundle.
+        config = uvicorn.Config(app, log_config=None, access_log=False, lifespan="on", ws="none", http="h11",
+                                loop="asyncio", timeout_graceful_shutdown=max(1, round(self.options.graceful_shutdown_s)))
         self._uvicorn = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._run, name="hearth-api", daemon=True)
         self._thread.start()
