@@ -43,6 +43,7 @@ class Stream:
     first_token_at: float | None = None
     finished_at: float | None = None
     tokens: int = 0
+    finish_reason: str = ""
     error: str = ""
 
 
@@ -65,7 +66,12 @@ def stream_once(port: int, index: int, max_tokens: int, extra: dict[str, Any], s
             if choices[0].get("delta", {}).get("content"):
                 stream.tokens += 1
                 stream.first_token_at = stream.first_token_at or time.perf_counter()
+            stream.finish_reason = choices[0].get("finish_reason") or stream.finish_reason
         stream.finished_at = time.perf_counter()
+        if stream.finish_reason == "length":
+            # Both servers were told to run to max_tokens: that many tokens, even where a
+            # chunk held two (a character split over tokens) and chunk counting would miss one.
+            stream.tokens = max_tokens
     finally:
         connection.close()
     return stream

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import uuid
 from dataclasses import replace
 from typing import AsyncIterator, Callable
@@ -91,6 +92,9 @@ class TurnDesk:
         self._turns: dict[str, Turn] = {}
         self._aio: asyncio.AbstractEventLoop | None = None
         self._client: EngineClient | None = None
+        self._pending: list[Event] = []  # from the engine thread, not yet on the loop
+        self._pending_lock = threading.Lock()
+        self._wake_sent = False
         self.draining = False
 
     # ------------------------------------------------------------ life (the server's thread)
@@ -167,10 +171,24 @@ class TurnDesk:
     # ------------------------------------------------------------ events
 
     def _from_engine(self, event: Event) -> None:
-        """On the engine thread: hand the event over to the server's loop, nothing more."""
+        """On the engine thread: hand the event over to the server's loop, nothing more.
+
+        One wake-up of the loop carries every event of a step (a token for each request),
+        not one wake-up per token."""
         aio = self._aio
-        if aio is not None and not aio.is_closed():
-            aio.call_soon_threadsafe(self._dispatch, event)
+        with self._pending_lock:
+            self._pending.append(event)
+            if self._wake_sent or aio is None or aio.is_closed():
+                return
+            self._wake_sent = True
+        aio.call_soon_threadsafe(self._deliver_pending)
+
+    def _deliver_pending(self) -> None:
+        with self._pending_lock:
+            events, self._pending = self._pending, []
+            self._wake_sent = False
+        for event in events:
+            self._dispatch(event)
 
     def _dispatch(self, event: Event) -> None:
         chat_id = getattr(event, "chat_id", None)
