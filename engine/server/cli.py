@@ -15,11 +15,12 @@ import queue
 import signal
 import sys
 import threading
+from pathlib import Path
 from typing import Sequence
 
 from engine.clients import EngineHost
 from engine.paths import user_path
-from engine.protocol import Event, LoadModel, ModelConfig, ModelLoaded, ModelLoadFailed
+from engine.protocol import Backend, Event, LoadModel, ModelConfig, ModelLoaded, ModelLoadFailed
 from engine.server.options import DEFAULT_PORT, ServerOptions, ServerOptionsError
 from engine.server.server import ApiServer, ServerStartError
 
@@ -28,7 +29,8 @@ from engine.server.server import ApiServer, ServerStartError
 def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="hearth-serve", description=(
         "Serve a local model over an OpenAI-compatible API (continuous batching, no window)."))
-    parser.add_argument("--model", type=user_path, help="GGUF file (default: the bundled SmolLM2-135M-Instruct)")
+    parser.add_argument("--model", type=user_path, help="GGUF file (llama.cpp) or Hugging Face model folder "
+                        "(transformers); default: the bundled SmolLM2-135M-Instruct")
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this "
                         "computer only; any other needs --api-key)")
     parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"TCP port (default {DEFAULT_PORT}; 0: any free)")
@@ -76,7 +78,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _config(args: argparse.Namespace) -> ModelConfig:
-    return ModelConfig(path=args.model, backend="llamacpp", slots=args.slots, threads=args.threads,
+    backend: Backend = "hf" if Path(args.model).is_dir() else "llamacpp"
+    return ModelConfig(path=args.model, backend=backend, slots=args.slots, threads=args.threads,
                        context_length=args.context)
 
 
