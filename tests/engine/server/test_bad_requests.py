@@ -191,3 +191,19 @@ def test_what_the_server_refuses_to_start_with(engine: EngineHost, server: ApiSe
     with pytest.raises(ServerStartError, match=f"Port {server.port} on 127.0.0.1 is already in use") as error:
         taken.start()
     assert error.value.port_in_use and not taken.running
+
+
+def test_without_a_model_health_and_requests_say_503() -> None:
+    empty = EngineHost()
+    empty.start()
+    api = ApiServer(empty, ServerOptions(port=0))
+    api.start()
+    try:
+        status, headers, answer = call(api.port, "GET", "/health")
+        assert status == 503 and answer["error"]["code"] == "model_not_loaded" and headers["retry-after"].isdigit()
+        assert call(api.port, "GET", "/v1/models")[2] == {"object": "list", "data": []}
+        status, _, answer = call(api.port, "POST", "/v1/chat/completions", GOOD)
+        assert status == 503 and "No model is loaded" in assert_openai_error(answer, "server_error")
+    finally:
+        api.stop()
+        empty.shutdown()

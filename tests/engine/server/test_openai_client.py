@@ -134,3 +134,13 @@ def test_penalties_change_what_is_picked(client) -> None:
     assert plain == again and plain.startswith(" hello"), plain  # ten hellos: the obvious next word
     # ten uses in the window: 2 x 10 + 2 off its logit, far past any other word's
     assert "hello" not in penalized.lower() and penalized.strip(), penalized
+
+
+def test_a_full_context_ends_with_length_and_a_note(client) -> None:
+    words = " ".join(["word"] * 1000)  # about 1,000 tokens of a 1,024-token context
+    answer = client.completions.create(model="SmolLM2-135M-Instruct.Q4_1", prompt=words, max_tokens=500,
+                                       temperature=0, extra_body={"ignore_eos": True})
+    choice = answer.choices[0]
+    assert choice.finish_reason == "length"
+    assert "context is full" in choice.model_extra["note"]
+    assert answer.usage.prompt_tokens + answer.usage.completion_tokens == 1024
