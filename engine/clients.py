@@ -34,9 +34,11 @@ from engine.protocol import (
     ModelLoading,
     Submit,
     TurnFinished,
+    TurnStats,
 )
 
 log = logging.getLogger(__name__)
+STOPPED = "The engine was stopped before this answer was finished."
 OnEvent = Callable[[Event], None]
 Tap = Callable[[str, object, int], None]  # ("command" | "event", the message, engine steps so far)
 
@@ -96,11 +98,23 @@ class EngineHost:
         self._loop.start()
 
     def shutdown(self, timeout: float = 10.0) -> None:
-        """Stop the engine thread and wait for it; safe to call twice."""
+        """Stop the engine thread and wait for it; safe to call twice.
+
+        Turns of one-turn clients still running end with TurnFinished(cancelled): an API
+        request waiting on one is answered, not left hanging (the window may stop the
+        engine to free memory and start it again later). The window, which stopped the
+        engine itself, hears nothing more, as before."""
         with self._lock:
             loop, self._loop = self._loop, None
-        if loop is not None:
-            loop.shutdown(timeout)
+        if loop is None:
+            return
+        loop.shutdown(timeout)
+        with self._lock:
+            unfinished = [(chat, self._owners[chat]) for chat in self._turns
+                          if chat in self._owners and self._owners[chat].one_turn_chats]
+            self._forget_turns()
+        for chat, owner in unfinished:
+            owner.deliver(TurnFinished(chat, "cancelled", TurnStats(0, 0, 0, 0.0, 0.0, 0.0), "", STOPPED))
 
     def restart(self) -> None:
         self.shutdown()

@@ -89,3 +89,17 @@ def test_a_chat_id_of_another_client_is_refused(host, default_model: str) -> Non
     assert api.wait_for(TurnFinished, "shared").reason == "length"  # type: ignore[attr-defined]
     with pytest.raises(RuntimeError, match="detached"):
         tabs.send(ask("again"))
+
+
+def test_stopping_the_engine_ends_the_turns_still_running(host, default_model: str) -> None:  # type: ignore[no-untyped-def]
+    engine, window, api = host
+    server = engine.attach("api", api, one_turn_chats=True)
+    server.send(LoadModel(ModelConfig(path=default_model, context_length=512, threads=1, slots=2)))
+    api.wait_for(ModelLoaded)
+    server.send(Submit("api-long", (ChatMessage("user", "Hello"),),
+                       SamplingParams(temperature=0, max_new_tokens=400, ignore_eos=True)))
+    api.wait_for(Token, "api-long")
+    engine.shutdown()
+    finished = api.wait_for(TurnFinished, "api-long")
+    assert finished.reason == "cancelled" and "engine was stopped" in finished.message  # type: ignore[attr-defined]
+    assert engine.owner_of("api-long") is None and not engine.running
