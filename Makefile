@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
-EXTRAS ?= gguf,default-model,gpu
+EXTRAS ?= gguf,default-model,gpu,server
 # The CPU build of torch that lies on this kind of machine's disk; only the test
 # set-up pins it (users get a plain requirement and their own CUDA build).
 TEST_TORCH ?= torch==2.13.0
