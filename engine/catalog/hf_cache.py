@@ -129,7 +129,8 @@ def _delete_revision(info: Any, repo: Any, commit: str) -> int:
     strategy = info.delete_revisions(commit)
     freed = int(strategy.expected_freed_size)
     strategy.execute()
-    if not any(Path(repo.repo_path, "snapshots").iterdir()):
+    snapshots = Path(repo.repo_path, "snapshots")
+    if not snapshots.is_dir() or not any(snapshots.iterdir()):
         shutil.rmtree(repo.repo_path, ignore_errors=True)  # partial downloads of a repo that is gone go too
     return freed
 

@@ -11,13 +11,16 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from engine.catalog.description import ModelDescription
 from engine.catalog.devices import DeviceMemory, cuda_devices, system_memory
 from engine.catalog.memory import Level, estimate, verdict
-from engine.catalog.description import ModelDescription
-from engine.units import format_bytes
-from engine.hub.listing import ModelChoice, RepoListing
+from engine.hub.errors import GatedRepo
+from engine.hub.listing import ModelChoice, RepoListing, list_repo
 from engine.hub.quants import precision_label
+from engine.hub.remote import describe_choices
+from engine.hub.settings import HubSettings
 from engine.protocol import ModelConfig
+from engine.units import format_bytes
 
 
 @dataclass(frozen=True)
@@ -98,3 +101,14 @@ def recommend(fits: tuple[Fit, ...], memory: DeviceMemory, config: ModelConfig) 
     hint = f" {smallest.suggestion}" if smallest.suggestion and "smaller model" not in smallest.suggestion else ""
     return None, (f"Nothing here fits: the smallest needs {format_bytes(smallest.need_bytes)} and there is "
                   f"{room}. Choose a smaller model (fewer parameters).{hint}")
+
+
+def repo_report(repo_id: str, settings: HubSettings, config: ModelConfig, revision: str | None = None,
+                local: dict[str, str] | None = None) -> tuple[RepoListing, FitReport | None, str]:
+    """A repo's files and what fits here; a gated repo still lists its files, with the reason there is no verdict."""
+    listing = list_repo(repo_id, settings, revision)
+    try:
+        descriptions = describe_choices(listing, settings, local)
+    except GatedRepo as error:
+        return listing, None, f"No verdicts: the files' headers cannot be read. {error}"
+    return listing, assess(listing, descriptions, config), ""

@@ -285,18 +285,20 @@ class _Handler(BaseHTTPRequestHandler):
             if drop is not None and position + len(block) > drop[0]:
                 self._drop(repo_id, file, block[: max(drop[0] - position, 0)], drop[1])
                 return
-            self._write(repo_id, file, block)
+            if not self._write(repo_id, file, block):
+                return
             position += len(block)
 
-    def _write(self, repo_id: str, file: StandInFile, block: bytes) -> None:
+    def _write(self, repo_id: str, file: StandInFile, block: bytes) -> bool:
         if self.hub.faults.bytes_per_second:
             time.sleep(len(block) / self.hub.faults.bytes_per_second)
         try:
             self.wfile.write(block)
-        except OSError:  # the client hung up (a cancelled download): count only what left
+        except OSError:  # the client hung up (a cancelled download): stop, counting only what left
             self.close_connection = True
-            raise
+            return False
         self.hub.count(repo_id, file.path, len(block))
+        return True
 
     def _drop(self, repo_id: str, file: StandInFile, last: bytes, go_away: bool) -> None:
         self.wfile.write(last)
