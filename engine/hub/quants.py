@@ -51,13 +51,14 @@ def bits_per_weight(quant: str) -> float | None:
     return float(match.group(1)) + 0.5 if match else None
 
 
-def precision_rank(quant: str, size_bytes: int = 0) -> tuple[int, int, float]:
-    """Sort key, most precise first: llama.cpp's quality order, then unknown names by bits, then size."""
+def precision_rank(quant: str, size_bytes: int = 0) -> tuple[float, int]:
+    """Sort key, most precise first: llama.cpp's quality order; a name not in it goes where its bits put it."""
     name = base_quant(quant)
     if name in QUALITY_ORDER:
-        return (0, QUALITY_ORDER.index(name), -size_bytes)
-    bits = bits_per_weight(name)
-    return (1, -int((bits or 0) * 100), -size_bytes)
+        return (QUALITY_ORDER.index(name), -size_bytes)
+    bits = bits_per_weight(name) or 0.0
+    below = next((i for i, known in enumerate(QUALITY_ORDER) if BITS_PER_WEIGHT[known] <= bits), len(QUALITY_ORDER))
+    return (below - 0.5, -size_bytes)
 
 
 def precision_label(quant: str) -> str:
