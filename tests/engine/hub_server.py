@@ -123,6 +123,7 @@ class StandInHub:
         self.faults = Faults()
         self.served: Counter[tuple[str, str]] = Counter()  # body bytes sent per (repo, path)
         self.requests: list[tuple[str, str]] = []
+        self.transfers: list[tuple[str, str, int, int]] = []  # (repo, path, first byte, bytes sent) per GET
         self.port = 0
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -275,6 +276,12 @@ class _Handler(BaseHTTPRequestHandler):
         return start, end
 
     def _send_body(self, repo_id: str, file: StandInFile, start: int, end: int) -> None:
+        position = self._send_blocks(repo_id, file, start, end)
+        with self.hub._lock:
+            self.hub.transfers.append((repo_id, file.path, start, position - start))
+
+    def _send_blocks(self, repo_id: str, file: StandInFile, start: int, end: int) -> int:
+        """Send [start, end) with the faults asked for; returns where the sending stopped."""
         faults = self.hub.faults
         flip = faults.corrupt.get((repo_id, file.path))
         drop = faults.drop_after.get((repo_id, file.path))
@@ -283,11 +290,13 @@ class _Handler(BaseHTTPRequestHandler):
             if flip is not None and position <= flip < position + len(block):
                 block = block[: flip - position] + bytes([block[flip - position] ^ 0xFF]) + block[flip - position + 1:]
             if drop is not None and position + len(block) > drop[0]:
-                self._drop(repo_id, file, block[: max(drop[0] - position, 0)], drop[1])
-                return
+                last = block[: max(drop[0] - position, 0)]
+                self._drop(repo_id, file, last, drop[1])
+                return position + len(last)
             if not self._write(repo_id, file, block):
-                return
+                return position
             position += len(block)
+        return position
 
     def _write(self, repo_id: str, file: StandInFile, block: bytes) -> bool:
         if self.hub.faults.bytes_per_second:
