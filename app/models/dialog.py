@@ -93,11 +93,11 @@ class GetModelsDialog(QDialog):
             buttons.addWidget(button)
         buttons.addStretch(1)
         layout = QVBoxLayout(panel)
-        for widget in (self.repo_title, self.memory_label):
-            layout.addWidget(widget)
+        layout.addWidget(self.repo_title)
+        layout.addWidget(self.memory_label)
         layout.addWidget(self.files, 1)
-        for widget in (self.why, self.token):
-            layout.addWidget(widget)
+        layout.addWidget(self.why)
+        layout.addWidget(self.token)
         layout.addLayout(buttons)
         layout.addWidget(self.progress)
         layout.addWidget(self.progress_label)

@@ -52,7 +52,7 @@ class FilesTable(QTableWidget):
                     item.setToolTip(" ".join(part for part in (fit.message, fit.suggestion) if part))
                 self.setItem(row, column, item)
             if fit is not None:
-                self.item(row, 5).setForeground(QBrush(QColor(VERDICT_COLORS[fit.level])))
+                self.cell(row, 5).setForeground(QBrush(QColor(VERDICT_COLORS[fit.level])))
             if choice == recommended:
                 self._highlight(row)
         if recommended is not None:
@@ -62,15 +62,20 @@ class FilesTable(QTableWidget):
 
     def _highlight(self, row: int) -> None:
         for column in range(self.columnCount()):
-            item = self.item(row, column)
+            item = self.cell(row, column)
             font = QFont(item.font())
             font.setBold(True)
             item.setFont(font)
             item.setBackground(RECOMMENDED_BACKGROUND)
 
+    def cell(self, row: int, column: int) -> QTableWidgetItem:
+        item = self.item(row, column)
+        assert item is not None, (row, column)  # every cell is filled in show_answer
+        return item
+
     def select(self, key: str) -> None:
         for row in range(self.rowCount()):
-            if self.item(row, 0).data(KEY_ROLE) == key:
+            if self.cell(row, 0).data(KEY_ROLE) == key:
                 self.selectRow(row)
                 return
 
@@ -78,9 +83,9 @@ class FilesTable(QTableWidget):
         rows = self.selectionModel().selectedRows() if self.selectionModel() else []
         if not rows:
             return None
-        return self._choices.get(self.item(rows[0].row(), 0).data(KEY_ROLE))
+        return self._choices.get(self.cell(rows[0].row(), 0).data(KEY_ROLE))
 
     def row_texts(self) -> list[list[str]]:
         """What the table shows, row by row (for tests and the accessible description)."""
-        return [[self.item(row, column).text() for column in range(self.columnCount())]
+        return [[self.cell(row, column).text() for column in range(self.columnCount())]
                 for row in range(self.rowCount())]

@@ -42,7 +42,9 @@ def write_split(source: Path, target: Path, parts: int) -> list[Path]:
     import gguf
 
     reader = gguf.GGUFReader(source)
-    arch = reader.get_field(gguf.Keys.General.ARCHITECTURE).contents()
+    architecture = reader.get_field(gguf.Keys.General.ARCHITECTURE)
+    assert architecture is not None, f"{source} has no architecture"
+    arch = architecture.contents()
     per_part = -(-len(reader.tensors) // parts)
     writer = gguf.GGUFWriter(target, arch, split_max_tensors=per_part)
     for field in reader.fields.values():
@@ -73,7 +75,8 @@ def gguf_repo_files(tmp_path_factory: pytest.TempPathFactory, default_model: str
     (folder / "Q8_0").mkdir()
     parts = write_split(q8_0, folder / "Q8_0" / "SmolLM2-135M-Instruct.Q8_0.gguf", 3)
     assert [f"Q8_0/{p.name}" for p in parts] == Q8_0_PARTS
-    files = {Q4_1: Path(default_model), Q4_0: q4_0, "README.md": README, ".gitattributes": b"*.gguf filter=lfs\n"}
+    files: dict[str, Path | bytes] = {Q4_1: Path(default_model), Q4_0: q4_0, "README.md": README,
+                                      ".gitattributes": b"*.gguf filter=lfs\n"}
     files.update(dict(zip(Q8_0_PARTS, parts)))
     return {path: StandInFile(path, source) for path, source in files.items()}
 
