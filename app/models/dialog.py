@@ -20,7 +20,7 @@ from PySide6.QtWidgets import (QComboBox, QDialog, QHBoxLayout, QLabel, QLineEdi
 from app.models.downloads import DownloadManager, Downloaded, progress_text
 from app.models.files_table import FilesTable
 from app.models.worker import HubWorker, RepoAnswer
-from engine.catalog.models import format_bytes
+from engine.units import format_bytes
 from engine.hub.progress import DownloadProgress
 from engine.hub.search import RepoSummary
 from engine.hub.settings import HubSettings

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from PySide6.QtCore import QObject, Signal, Slot
 
 from app.misc.qt_compat import guard_emit_refcount_bug
-from engine.catalog.models import format_bytes
+from engine.units import format_bytes
 from engine.hub.download import fetch_choice
 from engine.hub.errors import HubError
 from engine.hub.listing import ModelChoice, RepoListing

@@ -12,7 +12,7 @@ from PySide6.QtGui import QBrush, QColor, QFont
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableWidget, QTableWidgetItem, QWidget
 
 from app.models.worker import RepoAnswer
-from engine.catalog.models import format_bytes
+from engine.units import format_bytes
 from engine.hub.listing import ModelChoice
 
 VERDICT_COLORS = {"fits": "#2e7d32", "tight": "#b26a00", "does not fit": "#c62828"}

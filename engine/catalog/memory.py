@@ -20,7 +20,7 @@ DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "fp32": 4, "fp16": 2, 
 # or with double quantization an 8-bit absmax plus one fp32 per 256 blocks
 QUANT_BYTES_PER_PARAM = {"int8": 1.0, "nf4": 0.5 + 4 / 64, "fp4": 0.5 + 4 / 64}
 DOUBLE_QUANT_BYTES_PER_PARAM = 0.5 + 1 / 64 + 4 / (64 * 256)
-# transformers, calibrated on the CPU against RSS growth (see _hf_overhead and tests/engine/test_memory.py)
+# transformers, calibrated on the CPU against RSS growth (see _hf_overhead and tests/engine/catalog/test_memory_hf.py)
 HF_RUNTIME_BYTES = 58 << 20
 HF_QUANT_RUNTIME_BYTES = {"none": 0, "int8": 14 << 20, "nf4": 4 << 20, "fp4": 4 << 20}
 HF_TOKENIZER_BYTES_PER_TOKEN = {"hf": 768, "gguf": 1150}  # a fast tokenizer; converted from a GGUF's vocabulary
@@ -169,7 +169,7 @@ def _hf_overhead(model: ModelDescription, config: ModelConfig, cells: int, dtype
 
     Calibrated on the CPU against process RSS growth after loading and after
     filling every slot (SmolLM2-135M and the tiny test model; fp32, int8, NF4; see
-    tests/engine/test_memory.py), measured after gc + malloc_trim so that it is
+    tests/engine/catalog/test_memory_hf.py), measured after gc + malloc_trim so that it is
     memory in use, not freed blocks glibc keeps (the gauge may show up to ~150 MiB
     of those on top). Resident: library code and modules that loading runs for the
     first time (~58 MiB; bitsandbytes' kernels a little more), the tokenizer (per

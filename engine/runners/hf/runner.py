@@ -264,7 +264,7 @@ def _check_supported(loaded: Loaded) -> None:
 
 def return_freed_memory() -> None:
     """Give the OS back what loading freed (glibc keeps it otherwise: 100-300 MiB after a 4-bit load of a
-    135M model, seen in tests/engine/test_memory_hf.py), so the gauge shows what the model uses."""
+    135M model, seen in tests/engine/catalog/test_memory_hf.py), so the gauge shows what the model uses."""
     gc.collect()
     try:
         import ctypes

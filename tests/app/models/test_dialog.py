@@ -16,9 +16,9 @@ from app.models.dialog import GetModelsDialog
 from app.models.downloads import DownloadManager, Downloaded
 from app.models.indicator import DownloadIndicator
 from engine.protocol import ModelConfig
-from tests.engine.hub_fixtures import (GATED_REPO, GGUF_REPO, POPULAR_REPO, Q4_1, TOKEN, gguf_repo_files,  # noqa: F401
+from tests.engine.hub.fixtures import (GATED_REPO, GGUF_REPO, POPULAR_REPO, Q4_1, TOKEN, gguf_repo_files,  # noqa: F401
                                        hub, hub_env)
-from tests.engine.hub_server import StandInHub
+from tests.engine.hub.stand_in_hub import StandInHub
 
 CONFIG = ModelConfig(path="", context_length=2048, slots=2, device="cpu")
 
@@ -51,12 +51,12 @@ def test_search_pick_download_and_use(qtbot, dialog: GetModelsDialog, hub: Stand
     rows = dialog.files.row_texts()
     assert [row[1] for row in rows] == ["SmolLM2-135M-Instruct.Q8_0-00001-of-00003.gguf (3 parts)",
                                         Q4_1, "SmolLM2-135M-Instruct.Q4_0.gguf"]
-    assert rows[0][0] == "★" and [row[5] for row in rows] == ["fits"] * 3 and rows[1][3] == "93.8 MiB"
+    assert rows[0][0] == "★" and [row[5] for row in rows] == ["fits"] * 3 and rows[1][3] == "94 MiB"
     assert dialog.why.text().startswith("★ 8-bit (Q8_0) is the most precise that fits")
     assert "2 chats of 2,048 tokens" in dialog.memory_label.text()
     assert dialog.files.selected_choice().key.endswith("-00001-of-00003.gguf")  # the recommended one
     dialog.files.selectRow(1)
-    assert dialog.download_button.text() == "Download 93.8 MiB"
+    assert dialog.download_button.text() == "Download 94 MiB"
     with qtbot.waitSignal(dialog.downloads.finished, timeout=60_000) as finished:
         qtbot.mouseClick(dialog.download_button, Qt.MouseButton.LeftButton)
     result: Downloaded = finished.args[0]
@@ -99,7 +99,7 @@ def test_cancel_then_resume_and_the_status_bar_indicator(qtbot, dialog: GetModel
     dialog.download()
     qtbot.waitUntil(lambda: indicator.isVisible() and indicator.bar.value() > 150, timeout=20_000)
     assert indicator.label.text().startswith(f"⬇ {Q4_1} ") and dialog.cancel_button.isVisible()
-    assert " of 93.8 MiB · " in dialog.progress_label.text() and " left" in dialog.progress_label.text()
+    assert " of 94 MiB · " in dialog.progress_label.text() and " left" in dialog.progress_label.text()
     with qtbot.waitSignal(dialog.downloads.failed, timeout=20_000) as failed:
         qtbot.mouseClick(dialog.cancel_button, Qt.MouseButton.LeftButton)
     assert failed.args[1] == "cancelled" and "they are kept" in dialog.progress_label.text()

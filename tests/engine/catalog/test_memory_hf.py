@@ -25,7 +25,7 @@ from engine.protocol import ModelConfig  # noqa: E402
 
 pytestmark = [pytest.mark.slow, pytest.mark.hf]
 MiB = 1 << 20
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 CONTEXT, SLOTS = 512, 2
 
 MEASURE = """

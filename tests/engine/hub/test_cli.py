@@ -7,10 +7,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.engine.hub_fixtures import GATED_REPO, GGUF_REPO, Q4_0, Q8_0_PARTS, gguf_repo_files, hub, hub_env  # noqa: F401
-from tests.engine.hub_server import StandInHub
+from tests.engine.hub.fixtures import GATED_REPO, GGUF_REPO, Q4_0, Q8_0_PARTS, gguf_repo_files, hub, hub_env  # noqa: F401
+from tests.engine.hub.stand_in_hub import StandInHub
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -49,7 +49,7 @@ def test_failures_exit_non_zero_with_one_sentence(hub: StandInHub, hub_env: Path
     gated = cli("get", GATED_REPO)
     assert gated.returncode == 1 and "Accept the license on the model's page" in gated.stderr
     listed = cli("files", GATED_REPO)  # a gated repo still shows its files and sizes
-    assert listed.returncode == 0 and "sizes only" in listed.stdout and "93.8 MiB" in listed.stdout
+    assert listed.returncode == 0 and "sizes only" in listed.stdout and "94 MiB" in listed.stdout
     no_file = cli("get", GGUF_REPO, "Q2_K")
     assert no_file.returncode == 1 and f"has no model file 'Q2_K'. Its models: {Q8_0_PARTS[0]}," in no_file.stderr
     offline = cli("search", "smol", env={"HF_HUB_OFFLINE": "1"})

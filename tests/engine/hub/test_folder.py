@@ -11,7 +11,8 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from engine.catalog.memory import DeviceMemory, estimate  # noqa: E402
+from engine.catalog.devices import DeviceMemory  # noqa: E402
+from engine.catalog.memory import estimate  # noqa: E402
 from engine.catalog.models import describe  # noqa: E402
 from engine.hub.download import fetch_choice  # noqa: E402
 from engine.hub.fit import assess, config_for  # noqa: E402
@@ -19,17 +20,12 @@ from engine.hub.listing import list_repo  # noqa: E402
 from engine.hub.remote import describe_choices  # noqa: E402
 from engine.hub.settings import HubSettings  # noqa: E402
 from engine.protocol import ModelConfig  # noqa: E402
-from tests.engine.hub_fixtures import (FOLDER_REPO, add_folder_repo, gguf_repo_files, hub,  # noqa: E402,F401
+from tests.engine.hub.fixtures import (FOLDER_REPO, add_folder_repo, gguf_repo_files, hub,  # noqa: E402,F401
                                        hub_env)
-from tests.engine.hub_server import StandInHub  # noqa: E402
-from tests.engine.tiny_hf import answer_alone, prompt, tiny_model_fixture  # noqa: E402
+from tests.engine.hub.stand_in_hub import StandInHub  # noqa: E402
+from tests.engine.runners.hf.tiny_hf import answer_alone, prompt  # noqa: E402
 
 pytestmark = pytest.mark.hf
-
-
-@pytest.fixture(scope="session")
-def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> str:
-    return tiny_model_fixture(tmp_path_factory)
 
 
 def test_a_safetensors_repo_lists_sizes_and_quantized_footprints(hub: StandInHub, tiny_model: str) -> None:

@@ -1,6 +1,6 @@
 """Fixtures around the stand-in Hub: real model files to serve, and a Hub per test with HF_* pointing at it.
 
-Import the fixtures into a test module (`from tests.engine.hub_fixtures import hub, ...`).
+Import the fixtures into a test module (`from tests.engine.hub.fixtures import hub, ...`).
 The GGUF repo holds the bundled model (Q4_1), a Q4_0 and a Q8_0 made from it with
 llama.cpp's own quantizer, the Q8_0 written as a real three-part gguf-split model.
 """
@@ -13,7 +13,7 @@ from typing import Iterator
 
 import pytest
 
-from tests.engine.hub_server import StandInFile, StandInHub
+from tests.engine.hub.stand_in_hub import StandInFile, StandInHub
 
 GGUF_REPO = "hearth-test/SmolLM2-135M-Instruct-GGUF"
 POPULAR_REPO = "hearth-test/Popular-Chat-GGUF"
@@ -111,7 +111,7 @@ def hub(hub_env: Path, gguf_repo_files: dict[str, StandInFile],
 
 
 def add_folder_repo(server: StandInHub, folder: Path) -> None:
-    """The tiny transformers model (tests/engine/tiny_hf.py) as a safetensors repo."""
+    """The tiny transformers model (tests/engine/runners/hf/tiny_hf.py) as a safetensors repo."""
     files: dict[str, Path | bytes | StandInFile] = {p.name: p for p in sorted(folder.iterdir()) if p.is_file()}
     files["README.md"] = b"# tiny-llama (random weights, for tests)\n"
     server.add_repo(FOLDER_REPO, files, ["safetensors", "transformers", "llama", "text-generation"],

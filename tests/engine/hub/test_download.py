@@ -17,8 +17,8 @@ from engine.hub.remote import describe_choices
 from engine.hub.search import search
 from engine.hub.settings import HubSettings
 from engine.protocol import ModelConfig
-from tests.engine.hub_fixtures import GGUF_REPO, POPULAR_REPO, Q4_0, Q4_1, Q8_0_PARTS, gguf_repo_files, hub, hub_env  # noqa: F401
-from tests.engine.hub_server import StandInHub
+from tests.engine.hub.fixtures import GGUF_REPO, POPULAR_REPO, Q4_0, Q4_1, Q8_0_PARTS, gguf_repo_files, hub, hub_env  # noqa: F401
+from tests.engine.hub.stand_in_hub import StandInHub
 
 GiB = 1 << 30
 

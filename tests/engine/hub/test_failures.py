@@ -19,8 +19,8 @@ from engine.hub.listing import list_repo
 from engine.hub.progress import DownloadProgress
 from engine.hub.search import search
 from engine.hub.settings import HubSettings
-from tests.engine.hub_fixtures import GATED_REPO, GGUF_REPO, Q4_1, TOKEN, gguf_repo_files, hub, hub_env  # noqa: F401
-from tests.engine.hub_server import StandInHub
+from tests.engine.hub.fixtures import GATED_REPO, GGUF_REPO, Q4_1, TOKEN, gguf_repo_files, hub, hub_env  # noqa: F401
+from tests.engine.hub.stand_in_hub import StandInHub
 
 
 def partials(home: Path) -> list[Path]:
@@ -62,7 +62,7 @@ def test_a_crashed_download_resumes_where_it_stopped(hub: StandInHub, hub_env: P
 
     size = hub.repos[GGUF_REPO].files[Q4_1].size
     hub.faults.bytes_per_second = size / 6  # about six seconds for the whole file
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[3]
     process = subprocess.Popen([sys.executable, "-m", "engine.hub", "get", GGUF_REPO, Q4_1], cwd=root,
                                env={**os.environ, "PYTHONPATH": str(root)}, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE)
@@ -143,7 +143,7 @@ def test_the_server_vanishing_mid_download(hub: StandInHub, hub_env: Path) -> No
     with pytest.raises(ConnectionLost) as lost:
         fetch_choice(listing, choice, settings)
     assert time.monotonic() - started < 15  # a few quick retries, not a hang
-    assert "40.0 MiB of" in str(lost.value) and "download again to resume" in str(lost.value)
+    assert "40 MiB of" in str(lost.value) and "download again to resume" in str(lost.value)
     assert [p.stat().st_size for p in partials(hub_env)] == [40 << 20] and offered(hub_env) == []
     hub.start()  # back, on the same address
     before = hub.bytes_served(GGUF_REPO)
@@ -169,7 +169,7 @@ def test_not_enough_disk_is_said_before_any_byte(hub: StandInHub, hub_env: Path,
     monkeypatch.setattr(download_module, "free_disk_bytes", lambda folder: 50 << 20)
     with pytest.raises(NotEnoughDisk) as full:
         fetch_choice(listing, listing.choice(Q4_1), settings)
-    assert "needs 93.8 MiB more and 50.0 MiB are free" in str(full.value) and "Nothing was downloaded" in str(full.value)
+    assert "needs 94 MiB more and 50 MiB are free" in str(full.value) and "Nothing was downloaded" in str(full.value)
     assert hub.bytes_served() == 0 and offered(hub_env) == []
 
 
