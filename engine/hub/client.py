@@ -48,6 +48,9 @@ def call(settings: HubSettings, repo_id: str | None, action: Callable[[], T]) ->
         return action()
     except HubError:
         raise
+    except ImportError as error:  # a build without huggingface_hub (the GGUF bundle leaves it out)
+        raise HubError("Getting models needs the huggingface_hub package, which this Hearth does not have: "
+                       f"pip install huggingface_hub ({error}).") from error
     except Exception as error:
         raise translate(error, settings, repo_id) from error
 

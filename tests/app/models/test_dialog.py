@@ -16,8 +16,7 @@ from app.models.dialog import GetModelsDialog
 from app.models.downloads import DownloadManager, Downloaded
 from app.models.indicator import DownloadIndicator
 from engine.protocol import ModelConfig
-from tests.engine.hub.fixtures import (GATED_REPO, GGUF_REPO, POPULAR_REPO, Q4_1, TOKEN, gguf_repo_files,  # noqa: F401
-                                       hub, hub_env)
+from tests.engine.hub.fixtures import GATED_REPO, GGUF_REPO, POPULAR_REPO, Q4_1, TOKEN
 from tests.engine.hub.stand_in_hub import StandInHub
 
 CONFIG = ModelConfig(path="", context_length=2048, slots=2, device="cpu")

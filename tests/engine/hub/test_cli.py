@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.engine.hub.fixtures import GATED_REPO, GGUF_REPO, Q4_0, Q8_0_PARTS, gguf_repo_files, hub, hub_env  # noqa: F401
+from tests.engine.hub.fixtures import GATED_REPO, GGUF_REPO, Q4_0, Q8_0_PARTS
 from tests.engine.hub.stand_in_hub import StandInHub
 
 ROOT = Path(__file__).resolve().parents[3]

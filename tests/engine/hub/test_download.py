@@ -6,8 +6,6 @@ import dataclasses
 import hashlib
 from pathlib import Path
 
-import pytest
-
 from engine.catalog.devices import DeviceMemory
 from engine.hub.download import fetch_choice
 from engine.hub.fit import assess
@@ -17,7 +15,7 @@ from engine.hub.remote import describe_choices
 from engine.hub.search import search
 from engine.hub.settings import HubSettings
 from engine.protocol import ModelConfig
-from tests.engine.hub.fixtures import GGUF_REPO, POPULAR_REPO, Q4_0, Q4_1, Q8_0_PARTS, gguf_repo_files, hub, hub_env  # noqa: F401
+from tests.engine.hub.fixtures import GGUF_REPO, POPULAR_REPO, Q4_0, Q4_1, Q8_0_PARTS
 from tests.engine.hub.stand_in_hub import StandInHub
 
 GiB = 1 << 30

@@ -19,7 +19,7 @@ from engine.hub.listing import list_repo
 from engine.hub.progress import DownloadProgress
 from engine.hub.search import search
 from engine.hub.settings import HubSettings
-from tests.engine.hub.fixtures import GATED_REPO, GGUF_REPO, Q4_1, TOKEN, gguf_repo_files, hub, hub_env  # noqa: F401
+from tests.engine.hub.fixtures import GATED_REPO, GGUF_REPO, Q4_1, TOKEN
 from tests.engine.hub.stand_in_hub import StandInHub
 
 

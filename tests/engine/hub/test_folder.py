@@ -20,8 +20,7 @@ from engine.hub.listing import list_repo  # noqa: E402
 from engine.hub.remote import describe_choices  # noqa: E402
 from engine.hub.settings import HubSettings  # noqa: E402
 from engine.protocol import ModelConfig  # noqa: E402
-from tests.engine.hub.fixtures import (FOLDER_REPO, add_folder_repo, gguf_repo_files, hub,  # noqa: E402,F401
-                                       hub_env)
+from tests.engine.hub.fixtures import FOLDER_REPO, add_folder_repo  # noqa: E402
 from tests.engine.hub.stand_in_hub import StandInHub  # noqa: E402
 from tests.engine.runners.hf.tiny_hf import answer_alone, prompt  # noqa: E402
 
