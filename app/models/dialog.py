@@ -19,12 +19,13 @@ from PySide6.QtWidgets import (QComboBox, QDialog, QHBoxLayout, QLabel, QLineEdi
 
 from app.models.downloads import DownloadManager, Downloaded, progress_text
 from app.models.files_table import FilesTable
-from app.models.worker import HubWorker, RepoAnswer
-from engine.units import format_bytes
+from app.models.worker import HubWorker
+from engine.hub.fit import RepoView
 from engine.hub.progress import DownloadProgress
 from engine.hub.search import RepoSummary
 from engine.hub.settings import HubSettings
 from engine.protocol import ModelConfig
+from engine.units import format_bytes
 
 FORMATS = (("GGUF (llama.cpp)", "gguf"), ("safetensors (transformers)", "safetensors"))
 SORTS = (("Most downloaded", "downloads"), ("Most liked", "likes"), ("Recently updated", "last_modified"))
@@ -43,7 +44,7 @@ class GetModelsDialog(QDialog):
         self.downloads = downloads
         self.config = config
         self.worker = worker or HubWorker(self)
-        self.answer: RepoAnswer | None = None
+        self.answer: RepoView | None = None
         self.downloaded: Downloaded | None = None
         self._build()
         self._connect()
@@ -157,7 +158,7 @@ class GetModelsDialog(QDialog):
         self.worker.open_repo(repo_id, self.config, self.token.text())
 
     @Slot(object)
-    def _on_repo_opened(self, answer: RepoAnswer) -> None:
+    def _on_repo_opened(self, answer: RepoView) -> None:
         self.answer = answer
         listing = answer.listing
         page = HubSettings.from_env().page_url(listing.repo_id)

@@ -11,9 +11,9 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QBrush, QColor, QFont
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableWidget, QTableWidgetItem, QWidget
 
-from app.models.worker import RepoAnswer
-from engine.units import format_bytes
+from engine.hub.fit import RepoView
 from engine.hub.listing import ModelChoice
+from engine.units import format_bytes
 
 VERDICT_COLORS = {"fits": "#2e7d32", "tight": "#b26a00", "does not fit": "#c62828"}
 RECOMMENDED_BACKGROUND = QColor(46, 125, 50, 40)
@@ -35,7 +35,7 @@ class FilesTable(QTableWidget):
             header.setSectionResizeMode(column, QHeaderView.ResizeMode.ResizeToContents)
         self._choices: dict[str, ModelChoice] = {}
 
-    def show_answer(self, answer: RepoAnswer) -> None:
+    def show_answer(self, answer: RepoView) -> None:
         self.setRowCount(0)
         self._choices = {choice.key: choice for choice in answer.listing.choices}
         recommended = answer.report.recommended if answer.report else None

@@ -8,30 +8,20 @@ it is dropped, so typing a second query never shows the first one's results.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
 from typing import Any, Callable
 
 from PySide6.QtCore import QObject, Signal, Slot
 
 from engine.hub.errors import HubError
-from engine.hub.fit import FitReport, repo_report
-from engine.hub.listing import RepoListing
+from engine.hub.fit import RepoView, repo_view
 from engine.hub.search import Format, RepoSummary, Sort, search
 from engine.hub.settings import HubSettings
 from engine.protocol import ModelConfig
 
 
-@dataclass(frozen=True)
-class RepoAnswer:
-    listing: RepoListing
-    report: FitReport | None  # None when the headers could not be read (a gated repo without a token)
-    problem: str  # why there is no report
-    local: dict[str, str]  # choice key -> local path, for what is already downloaded
-
-
 class HubWorker(QObject):
     searched = Signal(object)  # list[RepoSummary]
-    repo_opened = Signal(object)  # RepoAnswer
+    repo_opened = Signal(object)  # RepoView
     failed = Signal(str, str, str)  # what ("search" / "repo"), message, kind ("offline", "gated", ...)
     _answer = Signal(int, str, object)  # generation, what, result or HubError
 
@@ -47,18 +37,7 @@ class HubWorker(QObject):
 
     def open_repo(self, repo_id: str, config: ModelConfig, token: str = "", revision: str | None = None) -> None:
         settings = HubSettings.from_env(token)
-
-        def work() -> RepoAnswer:
-            from engine.hub.cache_layout import CacheLayout
-
-            listing, report, problem = repo_report(repo_id, settings, config, revision)
-            layout = CacheLayout(settings.cache, listing.repo_id)
-            local = {choice.key: str(layout.snapshot(listing.commit) / (choice.key if choice.kind == "gguf" else ""))
-                     for choice in listing.choices
-                     if all(layout.is_linked(listing.commit, file) for file in choice.files)}
-            return RepoAnswer(listing, report, problem, local)
-
-        self._run("repo", work)
+        self._run("repo", lambda: repo_view(repo_id, settings, config, revision))
 
     def _run(self, what: str, work: Callable[[], Any]) -> None:
         self._generation += 1
@@ -97,4 +76,4 @@ class HubWorker(QObject):
         self._threads = []
 
 
-__all__ = ["HubWorker", "RepoAnswer", "RepoSummary"]
+__all__ = ["HubWorker", "RepoSummary", "RepoView"]

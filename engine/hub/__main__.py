@@ -21,7 +21,7 @@ from engine.catalog.hf_cache import delete_downloaded, downloaded_models
 from engine.units import format_bytes
 from engine.hub.download import fetch_choice
 from engine.hub.errors import HubError
-from engine.hub.fit import FitReport, repo_report
+from engine.hub.fit import FitReport, repo_view
 from engine.hub.listing import ModelChoice, RepoListing, list_repo
 from engine.hub.progress import DownloadProgress
 from engine.hub.search import SORTS, search
@@ -90,27 +90,30 @@ def _config(args: argparse.Namespace) -> ModelConfig:
 
 
 def _files(args: argparse.Namespace, settings: HubSettings) -> int:
-    listing, report, problem = repo_report(args.repo, settings, _config(args), args.revision)
+    view = repo_view(args.repo, settings, _config(args), args.revision)
+    listing, report = view.listing, view.report
     where = f"for {report.memory.label()}" if report else "sizes only"
     print(f"{listing.repo_id} at {listing.commit[:12]}{' (gated)' if listing.gated else ''}; {where}:")
     for choice in listing.choices:
         fit = report.fit(choice.key) if report else None
         mark = "*" if report and report.recommended == choice else " "
         verdict = f"{fit.level}: {fit.message}" if fit else ""
-        print(f"{mark} {choice.label:<58} {choice.quant or '?':<8} {format_bytes(choice.download_bytes):>10}  {verdict}")
+        size = "downloaded" if choice.key in view.local else format_bytes(choice.download_bytes)
+        print(f"{mark} {choice.label:<58} {choice.quant or '?':<8} {size:>10}  {verdict}")
     if report:
         print(("Recommended (*): " if report.recommended else "") + report.why)
     else:
-        print(problem)
+        print(view.problem)
     return 0
 
 
 def _get(args: argparse.Namespace, settings: HubSettings) -> int:
     if args.file is None:  # the recommended one: that needs the verdicts
-        listing, report, problem = repo_report(args.repo, settings, _config(args), args.revision)
-        if report is None:
-            raise HubError(f"{problem} Name a file to download.")
-        choice = _recommended(report)
+        view = repo_view(args.repo, settings, _config(args), args.revision)
+        listing = view.listing
+        if view.report is None:
+            raise HubError(f"{view.problem} Name a file to download.")
+        choice = _recommended(view.report)
     else:
         listing = list_repo(args.repo, settings, args.revision)
         choice = _named(listing, args.file)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from engine.catalog.description import ModelDescription
 from engine.catalog.devices import DeviceMemory, cuda_devices, system_memory
 from engine.catalog.memory import Level, estimate, verdict
+from engine.hub.cache_layout import CacheLayout
 from engine.hub.errors import GatedRepo
 from engine.hub.listing import ModelChoice, RepoListing, list_repo
 from engine.hub.quants import precision_label
@@ -103,12 +104,29 @@ def recommend(fits: tuple[Fit, ...], memory: DeviceMemory, config: ModelConfig) 
                   f"{room}. Choose a smaller model (fewer parameters).{hint}")
 
 
-def repo_report(repo_id: str, settings: HubSettings, config: ModelConfig, revision: str | None = None,
-                local: dict[str, str] | None = None) -> tuple[RepoListing, FitReport | None, str]:
+@dataclass(frozen=True)
+class RepoView:
+    """A repo as Get models shows it: its models, what fits here, and which are downloaded already."""
+
+    listing: RepoListing
+    report: FitReport | None  # None when the headers cannot be read (a gated repo without a token)
+    problem: str  # why there is no report
+    local: dict[str, str]  # choice key -> its local path, for choices complete in the cache
+
+
+def repo_view(repo_id: str, settings: HubSettings, config: ModelConfig, revision: str | None = None) -> RepoView:
     """A repo's files and what fits here; a gated repo still lists its files, with the reason there is no verdict."""
     listing = list_repo(repo_id, settings, revision)
+    local = downloaded_choices(listing, settings)
     try:
-        descriptions = describe_choices(listing, settings, local)
+        descriptions = describe_choices(listing, settings, local)  # what is here is read exactly, from disk
     except GatedRepo as error:
-        return listing, None, f"No verdicts: the files' headers cannot be read. {error}"
-    return listing, assess(listing, descriptions, config), ""
+        return RepoView(listing, None, f"No verdicts: the files' headers cannot be read. {error}", local)
+    return RepoView(listing, assess(listing, descriptions, config), "", local)
+
+
+def downloaded_choices(listing: RepoListing, settings: HubSettings) -> dict[str, str]:
+    layout = CacheLayout(settings.cache, listing.repo_id)
+    snapshot = layout.snapshot(listing.commit)
+    return {choice.key: str(snapshot / choice.key if choice.kind == "gguf" else snapshot)
+            for choice in listing.choices if all(layout.is_linked(listing.commit, file) for file in choice.files)}

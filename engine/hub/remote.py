@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import struct
 import tempfile
 from pathlib import Path, PurePosixPath
@@ -63,12 +64,15 @@ def describe_choices(listing: RepoListing, settings: HubSettings,
     """A description for every choice, keyed like the choices; a local copy is read exactly."""
     local = local or {}
     found: dict[str, ModelDescription] = {}
-    ggufs = [choice for choice in listing.choices if choice.kind == "gguf"]
-    if ggufs:
-        exact = {c.key: describe(local[c.key]) for c in ggufs if c.key in local}
+    families: dict[str, list[ModelChoice]] = {}
+    for choice in listing.choices:
+        if choice.kind == "gguf":
+            families.setdefault(family(choice), []).append(choice)
+    for members in families.values():  # one header per model; its other quantizations scale by size
+        exact = {c.key: describe(local[c.key]) for c in members if c.key in local}
         reference = next(iter(exact.values()), None) or describe_gguf_remote(
-            listing, min(ggufs, key=lambda c: c.download_bytes), settings)
-        for choice in ggufs:
+            listing, min(members, key=lambda c: c.download_bytes), settings)
+        for choice in members:
             found[choice.key] = exact.get(choice.key) or scaled(reference, choice)
     folders = [choice for choice in listing.choices if choice.kind == "hf"]
     if folders:
@@ -76,6 +80,18 @@ def describe_choices(listing: RepoListing, settings: HubSettings,
         folder = describe(local[key]) if key in local else describe_folder_remote(listing, folders[0], settings)
         found.update({choice.key: folder for choice in folders})
     return found
+
+
+def family(choice: ModelChoice) -> str:
+    """Which model a GGUF file quantizes: its name without the quantization and the part numbers.
+
+    Most repos hold one model in many quantizations; some hold several sizes
+    (1.5B and 7B), which must not share a header.
+    """
+    name = re.sub(r"-\d{5}-of-\d{5}\.gguf$|\.gguf$", "", PurePosixPath(choice.key).name, flags=re.IGNORECASE)
+    if choice.quant:
+        name = re.sub(re.escape(choice.quant), "", name, flags=re.IGNORECASE)
+    return re.sub(r"[-._ ]+", "-", name).strip("-").lower()
 
 
 def describe_gguf_remote(listing: RepoListing, choice: ModelChoice, settings: HubSettings) -> ModelDescription:

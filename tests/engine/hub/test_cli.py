@@ -35,6 +35,8 @@ def test_search_files_get_list_delete(hub: StandInHub, hub_env: Path) -> None:
     path = got.stdout.strip()
     assert path.endswith(f"/snapshots/{hub.repos[GGUF_REPO].commit}/{Q4_0}") and Path(path).is_file()
     assert "Downloading SmolLM2-135M-Instruct.Q4_0.gguf" in got.stderr and "done" in got.stderr
+    again = cli("files", GGUF_REPO).stdout.splitlines()
+    assert "downloaded" in again[3] and "downloaded" not in again[1]  # and its verdict read from the file itself
     listed = cli("list")
     assert listed.returncode == 0 and listed.stdout.split() [2:] == [f"{GGUF_REPO}", "·", Q4_0, path]
     deleted = cli("delete", GGUF_REPO, Q4_0)

@@ -149,3 +149,16 @@ def test_deleting_one_quantization_keeps_the_others(tmp_path: Path) -> None:
     assert not (repo / "blobs" / ("1" * 64)).exists() and (repo / "blobs" / ("2" * 64)).exists()
     assert delete_downloaded(downloaded_models(tmp_path / "hub")[0], tmp_path / "hub") == 20
     assert downloaded_models(tmp_path / "hub") == [] and not repo.exists()
+
+
+def test_one_header_per_model_in_a_repo_of_several_sizes() -> None:
+    from engine.hub.listing import ModelChoice
+    from engine.hub.remote import family
+
+    def choice(path: str, quant: str) -> ModelChoice:
+        return ModelChoice(path, "gguf", quant, (HubFile(path, 1, "a" * 64, None),))
+
+    same = [choice("Qwen2.5-7B-Instruct-Q4_K_M.gguf", "Q4_K_M"), choice("Qwen2.5-7B-Instruct-Q8_0.gguf", "Q8_0"),
+            choice("Q8_0/Qwen2.5-7B-Instruct-Q8_0-00001-of-00002.gguf", "Q8_0")]
+    assert {family(c) for c in same} == {"qwen2-5-7b-instruct"}
+    assert family(choice("Qwen2.5-1.5B-Instruct-Q4_K_M.gguf", "Q4_K_M")) != family(same[0])
