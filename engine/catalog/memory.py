@@ -21,9 +21,9 @@ DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "fp32": 4, "fp16": 2, 
 QUANT_BYTES_PER_PARAM = {"int8": 1.0, "nf4": 0.5 + 4 / 64, "fp4": 0.5 + 4 / 64}
 DOUBLE_QUANT_BYTES_PER_PARAM = 0.5 + 1 / 64 + 4 / (64 * 256)
 # transformers, calibrated on the CPU against RSS growth (see _hf_overhead and tests/engine/catalog/test_memory_hf.py)
-HF_RUNTIME_BYTES = 58 << 20
-HF_QUANT_RUNTIME_BYTES = {"none": 0, "int8": 14 << 20, "nf4": 4 << 20, "fp4": 4 << 20}
-HF_TOKENIZER_BYTES_PER_TOKEN = {"hf": 768, "gguf": 1150}  # a fast tokenizer; converted from a GGUF's vocabulary
+HF_RUNTIME_BYTES = 42 << 20
+HF_QUANT_RUNTIME_BYTES = {"none": 0, "int8": 20 << 20, "nf4": 5 << 20, "fp4": 5 << 20}
+HF_TOKENIZER_BYTES_PER_TOKEN = {"hf": 307, "gguf": 670}  # a fast tokenizer; converted from a GGUF's vocabulary
 HF_GPU_RESERVE_FRACTION = 0.10  # torch's caching allocator holds more than it hands out: the usual figure
 # llama.cpp, calibrated against RSS on the CPU (see _llamacpp_overhead)
 LLAMA_RUNTIME_BYTES = 16 << 20
@@ -171,9 +171,12 @@ def _hf_overhead(model: ModelDescription, config: ModelConfig, cells: int, dtype
     filling every slot (SmolLM2-135M and the tiny test model; fp32, int8, NF4; see
     tests/engine/catalog/test_memory_hf.py), measured after gc + malloc_trim so that it is
     memory in use, not freed blocks glibc keeps (the gauge may show up to ~150 MiB
-    of those on top). Resident: library code and modules that loading runs for the
-    first time (~58 MiB; bitsandbytes' kernels a little more), the tokenizer (per
-    vocabulary entry). Transient, per step: hidden states and MLP activations of a
+    of those on top). The libraries themselves (torch and transformers imported:
+    a few hundred MiB) are not counted, as llama.cpp's are not. Resident: code and
+    modules that loading runs for the first time (~42 MiB; bitsandbytes' int8 state
+    after its first matmuls ~20 MiB more), the tokenizer (per vocabulary entry).
+    On the CPU the KV cache grows with the chats, from 256 positions per slot
+    after loading. Transient, per step: hidden states and MLP activations of a
     full batch (~17 values per embedding dimension per token, as llama.cpp) and the
     attention mask with its float copies over every key of every slot.
     On a GPU (not measured here): the CUDA context and cuBLAS workspace

@@ -126,13 +126,13 @@ def test_suggestions_beyond_context() -> None:
 def test_hf_overhead_by_hand() -> None:
     config = ModelConfig(path="toy", backend="hf", context_length=256, slots=2, device="cpu")
     result = estimate(TOY_HF, config)
-    # runtime 58 MiB + 32,000-token tokenizer x 768 bytes; a 512-token step over 512 keys: 17 floats per
+    # runtime 42 MiB + 32,000-token tokenizer x 307 bytes; a 512-token step over 512 keys: 17 floats per
     # embedding dimension per token, and the mask with three float copies per (token, key) pair
     transient = 512 * 1024 * 4 * 17 + 512 * 512 * (1 + 3 * 4)
     assert result.transient_bytes == transient
-    assert result.overhead_bytes == 58 * MiB + 32000 * 768 + transient
+    assert result.overhead_bytes == 42 * MiB + 32000 * 307 + transient
     assert estimate(TOY_HF, dataclasses.replace(config, quantization="int8")).overhead_bytes == \
-        result.overhead_bytes + 14 * MiB  # bitsandbytes' own kernels
+        result.overhead_bytes + 20 * MiB  # bitsandbytes' own kernels and int8 state
     on_gpu = estimate(TOY_HF, dataclasses.replace(config, device="cuda:0"))
     tensors = on_gpu.weights_bytes + on_gpu.kv_cache_bytes
     assert on_gpu.gpu_bytes == tensors + 512 * 1024 * 2 * 17 + 512 * 512 * 7 + 400 * MiB + int(0.1 * tensors)
