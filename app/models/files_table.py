@@ -42,7 +42,7 @@ class FilesTable(QTableWidget):
         for row, choice in enumerate(answer.listing.choices):
             self.insertRow(row)
             fit = answer.report.fit(choice.key) if answer.report else None
-            cells = ["★" if choice == recommended else "", choice.label, choice.quant or "?",
+            cells = ["★" if choice == recommended else "", choice.label, answer.quantization(choice) or "?",
                      "downloaded" if choice.key in answer.local else format_bytes(choice.download_bytes),
                      format_bytes(fit.need_bytes) if fit else "?", fit.level if fit else "?"]
             for column, text in enumerate(cells):

@@ -64,8 +64,9 @@ class ModelList(QWidget):
         column.addWidget(self.list, 1)
         column.addWidget(self.hint_label)
         row = QHBoxLayout()
-        for text, slot in (("Open GGUF file...", self._on_open_gguf), ("Open Hugging Face folder...", self._on_open_folder),
-                           ("Get models...", self.get_models_requested.emit)):
+        buttons = (("Open GGUF file...", self._on_open_gguf), ("Open Hugging Face folder...", self._on_open_folder),
+                   ("Get models...", self.get_models_requested.emit))
+        for text, slot in buttons:
             button = QPushButton(text)
             button.clicked.connect(slot)
             row.addWidget(button)
@@ -84,8 +85,8 @@ class ModelList(QWidget):
         """Show these entries in their order, then any model opened by hand; the choice stays as it was."""
         chosen = self.description.path if self.description is not None else None
         opened = [self.list.item(row) for row in range(self.list.count())]
-        kept = [(item.data(PATH_ROLE), item.text(), bool(item.flags() & Qt.ItemFlag.ItemIsEnabled), item.data(SOURCE_ROLE))
-                for item in opened]
+        kept = [(item.data(PATH_ROLE), item.text(), bool(item.flags() & Qt.ItemFlag.ItemIsEnabled),
+                 item.data(SOURCE_ROLE)) for item in opened]
         self.list.blockSignals(True)  # the same model stays chosen: nothing to tell
         try:
             self.list.clear()

@@ -185,9 +185,11 @@ def _hf_overhead(model: ModelDescription, config: ModelConfig, cells: int, dtype
     ~10% of the tensors); the KV cache is allocated whole there, at load.
     """
     tokenizer = model.vocab_size * HF_TOKENIZER_BYTES_PER_TOKEN["gguf" if model.kind == "gguf" else "hf"]
-    runtime = HF_RUNTIME_BYTES + HF_QUANT_RUNTIME_BYTES[config.quantization if model.kind == "hf" else "none"] + tokenizer
+    quantized = config.quantization if model.kind == "hf" else "none"  # transformers dequantizes a GGUF
+    runtime = HF_RUNTIME_BYTES + HF_QUANT_RUNTIME_BYTES[quantized] + tokenizer
     batch = min(config.batch_tokens, cells)
-    transient = batch * model.embedding_length * dtype_bytes * ACTIVATION_FLOATS_PER_DIM + batch * cells * (1 + 3 * dtype_bytes)
+    activations = batch * model.embedding_length * dtype_bytes * ACTIVATION_FLOATS_PER_DIM
+    transient = activations + batch * cells * (1 + 3 * dtype_bytes)
     gpu_extra = CUDA_CONTEXT_BYTES + int(HF_GPU_RESERVE_FRACTION * tensors) if on_gpu else 0
     return runtime, transient, gpu_extra
 

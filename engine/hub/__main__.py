@@ -99,7 +99,7 @@ def _files(args: argparse.Namespace, settings: HubSettings) -> int:
         mark = "*" if report and report.recommended == choice else " "
         verdict = f"{fit.level}: {fit.message}" if fit else ""
         size = "downloaded" if choice.key in view.local else format_bytes(choice.download_bytes)
-        print(f"{mark} {choice.label:<58} {choice.quant or '?':<8} {size:>10}  {verdict}")
+        print(f"{mark} {choice.label:<58} {view.quantization(choice) or '?':<8} {size:>10}  {verdict}")
     if report:
         print(("Recommended (*): " if report.recommended else "") + report.why)
     else:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from engine.catalog.description import ModelDescription
 from engine.catalog.devices import DeviceMemory, cuda_devices, system_memory
 from engine.catalog.memory import Level, estimate, verdict
+from engine.catalog.models import describe
 from engine.hub.cache_layout import CacheLayout
 from engine.hub.errors import GatedRepo
 from engine.hub.listing import ModelChoice, RepoListing, list_repo
@@ -79,6 +80,10 @@ def _fit(choice: ModelChoice, model: ModelDescription, config: ModelConfig, memo
     return Fit(choice, answer.level, result.device_bytes, answer.message, answer.suggestion)
 
 
+def _what(choice: ModelChoice) -> str:
+    return precision_label(choice.quant) if choice.quant else choice.label
+
+
 def recommend(fits: tuple[Fit, ...], memory: DeviceMemory, config: ModelConfig) -> tuple[ModelChoice | None, str]:
     """The most precise choice that fits with room to spare; else the most precise tight one; else none."""
     where = "VRAM" if memory.device != "cpu" else "RAM"
@@ -90,13 +95,13 @@ def recommend(fits: tuple[Fit, ...], memory: DeviceMemory, config: ModelConfig) 
     if roomy:
         best = roomy[0]
         better = fits[: fits.index(best)]
-        reason = f"{precision_label(best.choice.quant)} is the most precise that fits in {room}"
+        reason = f"{_what(best.choice)} is the most precise that fits in {room}"
         if better:
-            reason += f"; {precision_label(better[-1].choice.quant)} would need {format_bytes(better[-1].need_bytes)}"
+            reason += f"; {_what(better[-1].choice)} would need {format_bytes(better[-1].need_bytes)}"
         return best.choice, reason + "."
     tight = [fit for fit in fits if fit.level == "tight"]
     if tight:
-        return tight[0].choice, (f"{precision_label(tight[0].choice.quant)} fits, but tightly: it needs "
+        return tight[0].choice, (f"{_what(tight[0].choice)} fits, but tightly: it needs "
                                  f"{format_bytes(tight[0].need_bytes)} of {room}; other programs may run short.")
     smallest = min(fits, key=lambda fit: fit.need_bytes)
     hint = f" {smallest.suggestion}" if smallest.suggestion and "smaller model" not in smallest.suggestion else ""
@@ -112,17 +117,23 @@ class RepoView:
     report: FitReport | None  # None when the headers cannot be read (a gated repo without a token)
     problem: str  # why there is no report
     local: dict[str, str]  # choice key -> its local path, for choices complete in the cache
+    quantizations: dict[str, str] = dataclasses.field(default_factory=dict)  # downloaded GGUFs: from the header
+
+    def quantization(self, choice: ModelChoice) -> str:
+        """The file type its header gives once downloaded, else what its name says ("" when it says nothing)."""
+        return self.quantizations.get(choice.key) or choice.quant
 
 
 def repo_view(repo_id: str, settings: HubSettings, config: ModelConfig, revision: str | None = None) -> RepoView:
     """A repo's files and what fits here; a gated repo still lists its files, with the reason there is no verdict."""
     listing = list_repo(repo_id, settings, revision)
     local = downloaded_choices(listing, settings)
+    headers = {key: describe(path).quantization for key, path in local.items() if path.lower().endswith(".gguf")}
     try:
         descriptions = describe_choices(listing, settings, local)  # what is here is read exactly, from disk
     except GatedRepo as error:
-        return RepoView(listing, None, f"No verdicts: the files' headers cannot be read. {error}", local)
-    return RepoView(listing, assess(listing, descriptions, config), "", local)
+        return RepoView(listing, None, f"No verdicts: the files' headers cannot be read. {error}", local, headers)
+    return RepoView(listing, assess(listing, descriptions, config), "", local, headers)
 
 
 def downloaded_choices(listing: RepoListing, settings: HubSettings) -> dict[str, str]:

@@ -140,7 +140,8 @@ def scaled(reference: ModelDescription, choice: ModelChoice) -> ModelDescription
     return dataclasses.replace(
         reference, path=choice.key, name=PurePosixPath(choice.key).name.removesuffix(".gguf"),
         file_bytes=choice.download_bytes, tensor_bytes=tensor_bytes, quantization=choice.quant or "unknown",
-        layer_bytes=tuple(int(b * ratio) for b in reference.layer_bytes), output_bytes=int(reference.output_bytes * ratio))
+        layer_bytes=tuple(int(b * ratio) for b in reference.layer_bytes),
+        output_bytes=int(reference.output_bytes * ratio))
 
 
 def describe_folder_remote(listing: RepoListing, choice: ModelChoice, settings: HubSettings) -> ModelDescription:

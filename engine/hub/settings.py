@@ -104,7 +104,9 @@ def parse_repo_reference(text: str, endpoint: str = DEFAULT_ENDPOINT) -> RepoRef
         parsed = urlparse(text)
         if parsed.hostname not in _HUB_HOSTS and not text.startswith(endpoint.rstrip("/") + "/"):
             return None
-        path = parsed.path.removeprefix(urlparse(endpoint).path.rstrip("/")) if text.startswith(endpoint) else parsed.path
+        path = parsed.path
+        if text.startswith(endpoint):  # an endpoint served under a path: /hub/org/name
+            path = path.removeprefix(urlparse(endpoint).path.rstrip("/"))
         return _from_path([unquote(part) for part in path.split("/") if part])
     return RepoReference(text) if _REPO_ID.match(text) else None
 

@@ -23,7 +23,7 @@ CONFIG = ModelConfig(path="", context_length=2048, slots=2, device="cpu")
 
 
 @pytest.fixture
-def dialog(qtbot, hub: StandInHub):  # type: ignore[no-untyped-def]
+def dialog(qtbot, hub: StandInHub):
     downloads = DownloadManager()
     window = GetModelsDialog(downloads, CONFIG)
     qtbot.addWidget(window)
@@ -33,7 +33,7 @@ def dialog(qtbot, hub: StandInHub):  # type: ignore[no-untyped-def]
     window.close()
 
 
-def open_repo(qtbot, dialog: GetModelsDialog, query: str, repo_id: str = "") -> None:  # type: ignore[no-untyped-def]
+def open_repo(qtbot, dialog: GetModelsDialog, query: str, repo_id: str = "") -> None:
     """Type a repo id (or URL) into the search field and press Enter: the one result opens by itself."""
     dialog.query.setText(query)
     qtbot.keyClick(dialog.query, Qt.Key.Key_Return)
@@ -41,7 +41,7 @@ def open_repo(qtbot, dialog: GetModelsDialog, query: str, repo_id: str = "") -> 
     qtbot.waitUntil(lambda: dialog.answer is not None and dialog.answer.listing.repo_id == wanted, timeout=20_000)
 
 
-def test_search_pick_download_and_use(qtbot, dialog: GetModelsDialog, hub: StandInHub) -> None:  # type: ignore[no-untyped-def]
+def test_search_pick_download_and_use(qtbot, dialog: GetModelsDialog, hub: StandInHub) -> None:
     qtbot.waitUntil(lambda: dialog.results.count() == 3, timeout=20_000)  # on opening: the most downloaded
     assert [dialog.results.item(i).text().split("\n")[0] for i in range(3)] == \
         [POPULAR_REPO, GGUF_REPO, f"{GATED_REPO} (gated)"]
@@ -67,7 +67,7 @@ def test_search_pick_download_and_use(qtbot, dialog: GetModelsDialog, hub: Stand
     assert chosen.args == [result.path, "llamacpp", "none"] and not dialog.isVisible()
 
 
-def test_the_chosen_model_loads_in_the_engine(qtbot, dialog: GetModelsDialog) -> None:  # type: ignore[no-untyped-def]
+def test_the_chosen_model_loads_in_the_engine(qtbot, dialog: GetModelsDialog) -> None:
     from app.bridge import EngineBridge
 
     open_repo(qtbot, dialog, f"https://huggingface.co/{GGUF_REPO}", GGUF_REPO)
@@ -87,7 +87,7 @@ def test_the_chosen_model_loads_in_the_engine(qtbot, dialog: GetModelsDialog) ->
         bridge.shutdown()
 
 
-def test_cancel_then_resume_and_the_status_bar_indicator(qtbot, dialog: GetModelsDialog, hub: StandInHub,  # type: ignore[no-untyped-def]
+def test_cancel_then_resume_and_the_status_bar_indicator(qtbot, dialog: GetModelsDialog, hub: StandInHub,
                                                          hub_env: Path) -> None:
     indicator = DownloadIndicator(dialog.downloads)
     qtbot.addWidget(indicator)
@@ -111,7 +111,7 @@ def test_cancel_then_resume_and_the_status_bar_indicator(qtbot, dialog: GetModel
     assert dialog.use_button.isVisible() and "downloaded and verified" in dialog.progress_label.text()
 
 
-def test_offline_is_said_at_once(qtbot, hub: StandInHub, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+def test_offline_is_said_at_once(qtbot, hub: StandInHub, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     downloads = DownloadManager()
     started = time.monotonic()
@@ -127,7 +127,7 @@ def test_offline_is_said_at_once(qtbot, hub: StandInHub, monkeypatch: pytest.Mon
     window.close()
 
 
-def test_a_gated_repo_asks_for_a_token(qtbot, dialog: GetModelsDialog) -> None:  # type: ignore[no-untyped-def]
+def test_a_gated_repo_asks_for_a_token(qtbot, dialog: GetModelsDialog) -> None:
     open_repo(qtbot, dialog, GATED_REPO)
     assert "gated: needs a token" in dialog.repo_title.text()
     assert dialog.why.text().startswith("No verdicts yet: only accounts that accepted this model's license")

@@ -18,13 +18,13 @@ from tests.engine.hub.fixtures import GGUF_REPO, Q4_0
 from tests.engine.hub.stand_in_hub import StandInHub
 
 
-def menu_action(window, menu: str, text: str):  # type: ignore[no-untyped-def]
+def menu_action(window, menu: str, text: str):
     bar = window.menuBar()
     found = next(a for a in bar.actions() if a.text().replace("&", "") == menu)
     return next(a for a in found.menu().actions() if a.text().replace("&", "") == text)
 
 
-def test_get_models_from_the_menu_downloads_and_loads_the_model(qtbot, make_window, hub: StandInHub,  # type: ignore[no-untyped-def]
+def test_get_models_from_the_menu_downloads_and_loads_the_model(qtbot, make_window, hub: StandInHub,
                                                                hub_env: Path) -> None:
     window = make_window(context_length=1024, slots=2)
     assert window.get_models.indicator.isHidden()  # nothing downloading: nothing in the status bar
@@ -49,7 +49,7 @@ def test_get_models_from_the_menu_downloads_and_loads_the_model(qtbot, make_wind
     assert saved.get("model.recent")[0] == path
 
 
-def test_settings_offers_get_models_and_deletes_a_downloaded_model(qtbot, hub: StandInHub, hub_env: Path,  # type: ignore[no-untyped-def]
+def test_settings_offers_get_models_and_deletes_a_downloaded_model(qtbot, hub: StandInHub, hub_env: Path,
                                                                   monkeypatch: pytest.MonkeyPatch,
                                                                   tmp_path: Path) -> None:
     from engine.hub.download import fetch_choice

@@ -22,6 +22,7 @@ FOLDER_REPO = "hearth-test/tiny-llama"
 TOKEN = "hf_standin_token_for_tests"
 Q4_1 = "SmolLM2-135M-Instruct.Q4_1.gguf"
 Q4_0 = "SmolLM2-135M-Instruct.Q4_0.gguf"
+UNNAMED = "popular-chat.gguf"  # the bundled Q4_1 under a name that does not say its quantization
 Q8_0_PARTS = [f"Q8_0/SmolLM2-135M-Instruct.Q8_0-{i:05d}-of-00003.gguf" for i in (1, 2, 3)]
 README = b"---\nlicense: apache-2.0\n---\n# SmolLM2-135M-Instruct, GGUF (a stand-in for the tests)\n"
 
@@ -78,6 +79,7 @@ def gguf_repo_files(tmp_path_factory: pytest.TempPathFactory, default_model: str
     files: dict[str, Path | bytes] = {Q4_1: Path(default_model), Q4_0: q4_0, "README.md": README,
                                       ".gitattributes": b"*.gguf filter=lfs\n"}
     files.update(dict(zip(Q8_0_PARTS, parts)))
+    files[UNNAMED] = Path(default_model)
     return {path: StandInFile(path, source) for path, source in files.items()}
 
 
@@ -99,9 +101,9 @@ def hub(hub_env: Path, gguf_repo_files: dict[str, StandInFile],
     """The stand-in Hub with three GGUF repos, running, and HF_ENDPOINT pointing at it."""
     server = StandInHub()
     gguf_tags = ["gguf", "llama", "text-generation", "conversational"]
-    server.add_repo(GGUF_REPO, dict(gguf_repo_files), gguf_tags, downloads=5_000, likes=40,
-                    last_modified="2026-10-01T10:00:00.000Z")
-    server.add_repo(POPULAR_REPO, {Q4_1: gguf_repo_files[Q4_1]}, gguf_tags, downloads=90_000, likes=7,
+    files = {path: file for path, file in gguf_repo_files.items() if path != UNNAMED}
+    server.add_repo(GGUF_REPO, files, gguf_tags, downloads=5_000, likes=40, last_modified="2026-10-01T10:00:00.000Z")
+    server.add_repo(POPULAR_REPO, {UNNAMED: gguf_repo_files[UNNAMED]}, gguf_tags, downloads=90_000, likes=7,
                     last_modified="2026-08-01T10:00:00.000Z")
     server.add_repo(GATED_REPO, {Q4_1: gguf_repo_files[Q4_1]}, gguf_tags, downloads=10, likes=900, gated=True,
                     token=TOKEN, last_modified="2026-11-20T10:00:00.000Z")

@@ -205,7 +205,8 @@ class _Handler(BaseHTTPRequestHandler):
         if repo is None:
             return
         rest = parts[2:]
-        if rest and rest[0] in ("revision", "tree", "paths-info") and len(rest) >= 2 and not self._revision(repo, rest[1]):
+        revision = rest[1] if len(rest) >= 2 and rest[0] in ("revision", "tree", "paths-info") else None
+        if revision is not None and not self._revision(repo, revision):
             return
         if not rest or rest[0] == "revision":
             self._json(repo.info(blobs=query.get("blobs", [""])[0].lower() == "true"))

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.engine.hub.fixtures import GATED_REPO, GGUF_REPO, Q4_0, Q8_0_PARTS
+from tests.engine.hub.fixtures import GATED_REPO, GGUF_REPO, POPULAR_REPO, Q4_0, Q8_0_PARTS, UNNAMED
 from tests.engine.hub.stand_in_hub import StandInHub
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -57,3 +57,11 @@ def test_failures_exit_non_zero_with_one_sentence(hub: StandInHub, hub_env: Path
     offline = cli("search", "smol", env={"HF_HUB_OFFLINE": "1"})
     assert offline.returncode == 1 and "Offline mode is on" in offline.stderr
     assert hub.bytes_served() == 0 and cli("list").stdout == ""  # not a byte of a model was fetched
+
+
+def test_the_quantization_comes_from_the_header_once_downloaded(hub: StandInHub, hub_env: Path) -> None:
+    before = cli("files", POPULAR_REPO).stdout.splitlines()[1]
+    assert before.split()[:2] == ["*", UNNAMED] and before.split()[2] == "?"  # the name does not say
+    assert cli("get", POPULAR_REPO, UNNAMED).returncode == 0
+    after = cli("files", POPULAR_REPO).stdout.splitlines()[1]
+    assert after.split()[2:4] == ["Q4_1", "downloaded"]
