@@ -40,6 +40,7 @@ class SettingsDialog(QDialog):
     model_config_applied = Signal(object)  # ModelConfig: load this model
     sampling_applied = Signal(object, str)  # SamplingParams, system prompt: for new turns
     server_applied = Signal(object)  # ServerOptions, or None: the local API is off
+    get_models_requested = Signal()  # the Get models… button: the window opens that dialog
 
     def __init__(self, settings: Settings, parent: QWidget | None = None, *,
                  entries: list[ModelEntry] | None = None, capabilities: Capabilities | None = None,
@@ -88,6 +89,7 @@ class SettingsDialog(QDialog):
         self.buttons.button(QDialogButtonBox.StandardButton.Apply).clicked.connect(self.apply)
         layout.addWidget(self.buttons)
         self.models.model_selected.connect(self._on_model_selected)
+        self.models.get_models_requested.connect(self.get_models_requested.emit)
         self.form.changed.connect(self._refresh)
 
     @property
@@ -112,6 +114,10 @@ class SettingsDialog(QDialog):
         job = ModelScan(scan or (lambda: scan_machine(recent)))
         job.finished.connect(self._on_scanned)
         job.start()
+
+    def rescan(self, *_new: object) -> None:
+        """Look for models again (a download finished): the list gains it, the choice stays."""
+        self._start_scan(None, keep_entries=False, keep_capabilities=True)
 
     def _on_scanned(self, result: ScanResult) -> None:
         keep_entries, keep_capabilities = self._keep

@@ -23,6 +23,7 @@ from app.chat.markdown_view import warm_up
 from app.chat.tab import ChatTab
 from app.history import dialog as history_dialogs
 from app.history.sync import HistoryUI
+from app.models.launcher import GetModels
 from app.settings.store import Settings, engine_inputs, server_options
 from app.status.gauge import GaugeWidget
 from app.status.server_indicator import ServerIndicator
@@ -76,6 +77,8 @@ class MainWindow(QMainWindow):
         self.tabs.new_tab_requested.connect(lambda: self.new_chat())
         self.tabs.tabCloseRequested.connect(self.close_chat)
         self.tabs.tab_renamed.connect(self._on_tab_renamed)
+        self.get_models = GetModels(self, self.settings, parent=self)
+        self.get_models.model_config_chosen.connect(self._on_model_config_applied)
         self._build()
         self._connect_bridge()
         self.history_ui = HistoryUI(self, parent=self)  # saves every chat; restores the open tabs when read
@@ -95,6 +98,7 @@ class MainWindow(QMainWindow):
         bar.addWidget(self.model.label)
         bar.addWidget(self.model.progress)
         bar.addPermanentWidget(self.api_indicator)
+        bar.addPermanentWidget(self.get_models.indicator)
         bar.addPermanentWidget(self.gauge)
 
     def _connect_bridge(self) -> None:
@@ -267,9 +271,16 @@ class MainWindow(QMainWindow):
         # A failed load is explained where the user is looking: in the dialog.
         self.bridge.model_load_failed.connect(dialog.show_load_error)
         dialog.finished.connect(lambda _result: self.bridge.model_load_failed.disconnect(dialog.show_load_error))
+        dialog.get_models_requested.connect(self.open_get_models)
+        self.get_models.downloaded.connect(dialog.rescan)
+        dialog.finished.connect(lambda _result: self.get_models.downloaded.disconnect(dialog.rescan))
         dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         self._settings_dialog = dialog
         dialog.open()
+
+    def open_get_models(self) -> None:
+        """Get models, sized for the context and parallel chats in the settings."""
+        self.get_models.open(self._engine_inputs()[0])
 
     def _on_model_config_applied(self, config: ModelConfig) -> None:
         self.model_path = None  # the user chose in the dialog: the settings rule from now on
@@ -308,6 +319,7 @@ class MainWindow(QMainWindow):
 
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802
         self.api.stop()  # its streams end with a finish reason while the engine still runs
+        self.get_models.shutdown()  # a download stops; what arrived stays for the next one
         self.bridge.shutdown()  # joins the engine thread: nothing may emit into a dead window
         self.history_ui.close()  # writes what streamed, marks unfinished answers interrupted, joins its thread
         super().closeEvent(event)
