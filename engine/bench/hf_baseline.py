@@ -79,7 +79,8 @@ def generate_batch_tokens_per_second(
 
     inputs = [list(p) for p in prompts]
     pages = sum(-(-(len(p) + max_new_tokens) // PAGE_SIZE) for p in inputs) + len(inputs)
-    batching = ContinuousBatchingConfig(**{_page_size_name(ContinuousBatchingConfig): PAGE_SIZE, "num_blocks": pages})
+    sizes: dict[str, Any] = {_page_size_name(ContinuousBatchingConfig): PAGE_SIZE, "num_blocks": pages}
+    batching = ContinuousBatchingConfig(**sizes)
     generation = GenerationConfig(
         max_new_tokens=max_new_tokens,
         do_sample=False,

@@ -149,7 +149,9 @@ def _estimate_hf(model: ModelDescription, config: ModelConfig, on_gpu: bool) -> 
             else QUANT_BYTES_PER_PARAM[config.quantization]
         quantized = model.n_params - model.unquantized_params
         weights = int(quantized * per_param) + model.unquantized_params * dtype_bytes
-    kv = kv_cache_bytes(model, config.context_length * config.slots, dtype_bytes)
+    # the fast decode keeps one spare slot row for the padding of fixed-size steps (engine/runners/hf/decode.py)
+    rows = config.slots + int(config.fast_decode == "on" or (config.fast_decode == "auto" and on_gpu))
+    kv = kv_cache_bytes(model, config.context_length * rows, dtype_bytes)
     overhead = int(OVERHEAD_FRACTION * (weights + kv))
     total = weights + kv + overhead
     return Estimate(weights, kv, overhead, total if on_gpu else 0, config.context_length * config.slots,

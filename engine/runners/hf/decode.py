@@ -94,7 +94,7 @@ class DecodeLayer(CacheLayerMixin):
 
 class DecodeCache(Cache):
     def __init__(self, slot_cache: SlotCache, rows: StepRows) -> None:
-        layers = [DecodeLayer(layer, rows) for layer in slot_cache.layers if isinstance(layer, SlotLayer)]
+        layers: list[Any] = [DecodeLayer(layer, rows) for layer in slot_cache.layers if isinstance(layer, SlotLayer)]
         super().__init__(layers=layers)
 
 

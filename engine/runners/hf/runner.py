@@ -55,6 +55,7 @@ class HfRunner:
         self.batch_tokens = config.batch_tokens
         self._fast_decode = config.fast_decode
         static = config.fast_decode == "on" or (config.fast_decode == "auto" and self.device.type == "cuda")
+        static = static and not self._varlen  # flash-attn reads cu_seqlens, not the static step's mask
         self._cache = SlotCache(
             text_config.num_hidden_layers, self.slots, self.context_length,
             preallocate=self.device.type == "cuda" or static, spare_rows=1 if static else 0,
@@ -108,14 +109,12 @@ class HfRunner:
         token = self.tokenize("Hi")[-1]
         self.forward([SlotWork(slot=0, tokens=[token], start_pos=0, sample=True)])
         if self._cache.rows > self.slots:  # the storage exists now; see engine/runners/hf/decode.py
+            decoder = StaticDecoder(self._cache, self._call_decode, additive_mask=self._attention == "eager")
             with torch.inference_mode():
                 self._decoder, self._decode_label = choose_decode(
-                    self._new_decoder(), self._fast_decode, token, self._packed_decode_logits)
+                    decoder, self._fast_decode, token, self._packed_decode_logits)
         self.clear_slot(0)
         self.info = self._describe_update()
-
-    def _new_decoder(self) -> StaticDecoder:
-        return StaticDecoder(self._cache, self._call_decode, additive_mask=self._attention == "eager")
 
     def _call_decode(self, ids: torch.Tensor, positions: torch.Tensor, mask: torch.Tensor, cache: Any) -> torch.Tensor:
         kwargs: dict[str, Any] = {self._cache_kwarg: cache, "use_cache": True, "position_ids": positions,
