@@ -87,7 +87,9 @@ def generate_batch_tokens_per_second(
         pad_token_id=_pad_token_id(model),
         eos_token_id=_eos_token_id(model),
     )
-    with torch.inference_mode():
+    # no inference_mode here: transformers 5.17 updates its cache tensors from a thread of its own,
+    # which may not touch inference tensors made on this one (it sets up no_grad itself)
+    with torch.no_grad():
         if warmup:
             model.generate_batch(inputs=inputs, generation_config=generation, continuous_batching_config=batching)
         _synchronize(model.device)

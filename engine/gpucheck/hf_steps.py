@@ -109,7 +109,10 @@ def _baselines(config: Any, args: dict[str, Any]) -> dict[str, Any]:
         for key, run in runs:
             began = time.monotonic()
             try:
-                figures[key] = round(run().tokens_per_second, 2)
+                result = run()
+                if result.generated_tokens == 0:
+                    raise RuntimeError("it produced no tokens (see the log)")
+                figures[key] = round(result.tokens_per_second, 2)
             except Exception as error:  # noqa: BLE001 - one baseline that fails is a finding; the others go on
                 figures[key.replace("_tok_s", "_error")] = f"{type(error).__name__}: {str(error)[:300]}"
             figures[key.replace("_tok_s", "_s")] = round(time.monotonic() - began, 1)
