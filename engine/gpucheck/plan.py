@@ -121,21 +121,25 @@ def run_plans(artifacts: list[Artifact], checkout: Path, folder_name: str = FOLD
     return plans
 
 
-def check(folder: Path, checkout: Path) -> list[str]:
-    """What is wrong with a prepared folder: missing or changed files, a run over the limit. [] = ready."""
+def check(folder: Path, checkout: Path, parts: tuple[str, ...] = tuple(RUN_FOLDERS)) -> list[str]:
+    """What is wrong with a prepared folder for `parts`: missing or changed files, a run over the limit. [] = ready.
+
+    On the GPU machine a run has only its own folders, so only those are checked there.
+    """
+    carried = {name for part in parts for name in RUN_FOLDERS[part]}
     manifest_path = folder / MANIFEST
     if not manifest_path.is_file():
         return [f"{manifest_path} is missing: run `python -m engine.gpucheck --prepare` first"]
     manifest = Manifest.from_json(json.loads(manifest_path.read_text(encoding="utf-8")))
     problems = []
-    for item in manifest.artifacts:
+    for item in (a for a in manifest.artifacts if a.path.split("/")[0] in carried):
         path = folder / item.path
         if not path.is_file():
             problems.append(f"{item.path} is missing")
         elif path.stat().st_size != item.bytes or sha256(path) != item.sha256:
             problems.append(f"{item.path} changed since it was prepared")
     for run in run_plans(manifest.artifacts, checkout, folder.name):
-        if not run.fits:
+        if run.part in parts and not run.fits:
             problems.append(f"run {run.part} carries {run.total_bytes / 2**20:.1f} MiB, over the "
                             f"{CARRY_LIMIT_BYTES >> 20} MiB limit")
     return problems

@@ -103,8 +103,8 @@ def install(context: Context, folders: tuple[str, ...]) -> dict[str, Any]:
     return {"wheels": [Path(w).name for w in wheels], "target": str(target)}
 
 
-def plan_check(context: Context) -> dict[str, Any]:
-    problems = plan.check(context.folder, Path.cwd())
+def plan_check(context: Context, parts: tuple[str, ...]) -> dict[str, Any]:
+    problems = plan.check(context.folder, Path.cwd(), parts)
     if problems:
         raise StepFailed("; ".join(problems))
     return {"folder": str(context.folder)}
@@ -191,9 +191,9 @@ def run_part(part: str, out: Path, folder: Path, dry: bool, deadline_s: float | 
     try:
         recorder.data["machine"] = recorder.step("machine", lambda: machine(recorder)).figures
         prepared = (folder / plan.MANIFEST).is_file()
-        if prepared or not dry:
-            recorder.step("plan", lambda: plan_check(context))
         parts = ("llama", "hf") if part == "all" else (part,)
+        if prepared or not dry:
+            recorder.step("plan", lambda: plan_check(context, parts))
         carried = tuple(sorted({f for p in parts for f in plan.RUN_FOLDERS[p]}))
         if prepared or not dry:
             recorder.step("install carried wheels", lambda: install(context, carried))

@@ -100,6 +100,7 @@ def test_the_plan_check_finds_missing_changed_and_oversized(tmp_path: Path, monk
     (folder / "hf/b.whl").unlink()
     (folder / "llama/src.tar.gz").write_bytes(b"y" * 3000)
     assert plan.check(folder, REPO) == ["llama/src.tar.gz changed since it was prepared", "hf/b.whl is missing"]
+    assert plan.check(folder, REPO, ("hf",)) == ["hf/b.whl is missing"]  # what the hf run carries, no more
     monkeypatch.setattr(plan, "CARRY_LIMIT_BYTES", plan.tree_bytes(REPO) + 2000)
     prepared(folder)
     problems = plan.check(folder, REPO)
