@@ -5,29 +5,39 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
-EXTRAS ?= gguf,default-model,gpu
-# The CPU build of torch that lies on this kind of machine's disk; only the test
-# set-up pins it (users get a plain requirement and their own CUDA build).
+# The whole app by default: llama.cpp (GGUF), transformers + bitsandbytes (torch), the
+# bundled model, NVML. Lighter: `make run EXTRAS=gguf,default-model` (no torch).
+EXTRAS ?= gguf,hf,default-model,gpu,server
+comma  := ,
+# One stamp per set of extras: a second `make run` with the same extras only checks it.
+STAMP   = $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))
+# The CPU build of torch that lies on this kind of machine's disk. Only the test set-up
+# pins it, and it does so before anything else can pull torch: the hf extra's plain
+# requirement would otherwise fetch PyPI's multi-GB CUDA build. Users of `make run` get
+# the plain requirement (or keep their own CUDA build: a torch already there is kept).
 TEST_TORCH ?= torch==2.13.0
+TORCH_FIRST ?=
+HAS_TORCH = $(PY) -c "import torch" 2>/dev/null
 
 .PHONY: run test bench bundle icons clean-venv system-deps
 
-run: $(VENV)/.run-installed
+run: $(STAMP)
 	@$(PY) -c "import sys; from app.misc.desktop_entry import is_freedesktop, is_installed; sys.exit(int(is_freedesktop() and not is_installed()))" || echo "Tip: $(VENV)/bin/hearth --install-desktop-entry adds Hearth to your application menu."
 	$(PY) -m app
 
+test: TORCH_FIRST = $(TEST_TORCH)
 test: $(VENV)/.test-installed
 	QT_QPA_PLATFORM=offscreen $(PY) -m pytest -q -p no:cacheprovider
 
-bench: $(VENV)/.run-installed
+bench: $(STAMP)
 	$(PY) -m engine.bench
 
-bundle: $(VENV)/.run-installed
+bundle: $(STAMP)
 	$(PIP) install -q "pyinstaller>=6.10"
 	$(PY) -m PyInstaller --noconfirm packaging/hearth.spec
 	@echo "Built dist/hearth/hearth; 'sh packaging/linux/install.sh' adds it to your menu."
 
-icons: $(VENV)/.run-installed
+icons: $(STAMP)
 	$(PY) packaging/make_icons.py
 
 $(VENV)/bin/python:
@@ -37,14 +47,16 @@ $(VENV)/bin/python:
 system-deps:
 	@sh packaging/install-system-deps.sh
 
-$(VENV)/.run-installed: pyproject.toml $(VENV)/bin/python packaging/pip-install-llama.sh
+$(STAMP): pyproject.toml $(VENV)/bin/python packaging/pip-install-llama.sh
 	@sh packaging/install-system-deps.sh
+	$(if $(TORCH_FIRST),@$(HAS_TORCH) || $(PIP) install -q "$(TORCH_FIRST)")
 	@sh packaging/pip-install-llama.sh $(PY)
 	$(PIP) install -q -e ".[$(EXTRAS)]"
 	@touch $@
 
-$(VENV)/.test-installed: $(VENV)/.run-installed
-	$(PIP) install -q "$(TEST_TORCH)"
+# `make test` sets TORCH_FIRST, and make hands that on to $(STAMP) when it builds it here.
+$(VENV)/.test-installed: $(STAMP)
+	@$(HAS_TORCH) || $(PIP) install -q "$(TEST_TORCH)"
 	$(PIP) install -q -e ".[all,test]"
 	@touch $@
 

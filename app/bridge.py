@@ -3,9 +3,12 @@
 GUI -> engine: methods that put a command on the engine's queue and return at
 once. Engine -> GUI: the engine calls `_engine_event.emit` on its own thread;
 Qt's automatic connection queues that to the GUI thread, where the event is
-re-dispatched to a typed signal. No other module of app/ reaches the engine's
-insides (loop, scheduler, slots, runners; tests/test_boundary.py checks it);
-they import the Qt-free engine.protocol and engine.catalog directly.
+re-dispatched to a typed signal. The bridge owns the window process's engine
+(an EngineHost, engine/clients.py) and is one client of it; the local API
+server is another, attached through `engine_host`. No other module of app/
+reaches the engine's insides (the host, loop, scheduler, slots, runners;
+tests/test_boundary.py checks it); they import the Qt-free engine.protocol,
+engine.catalog and engine.server directly.
 """
 
 from __future__ import annotations
@@ -15,12 +18,13 @@ from typing import Any, Callable, Sequence
 
 from PySide6.QtCore import QObject, Signal, Slot
 
-from engine.loop import EngineLoop
+from engine.clients import EngineHost
 from engine.protocol import (
     Cancel,
     ChatError,
     ChatMessage,
     CloseChat,
+    Command,
     EngineError,
     EngineStats,
     Event,
@@ -34,6 +38,7 @@ from engine.protocol import (
     Submit,
     Token,
     TurnFinished,
+    TurnQueued,
     TurnStarted,
     TurnStats,
 )
@@ -74,13 +79,14 @@ class EngineBridge(QObject):
 
     def __init__(self, parent: QObject | None = None, stats_interval_s: float = 0.5) -> None:
         super().__init__(parent)
-        self._stats_interval_s = stats_interval_s
-        self._loop: EngineLoop | None = None
+        self._host = EngineHost(stats_interval_s)
+        self._client = self._host.attach("window", self._engine_event.emit)
         self._model_info: ModelInfo | None = None
         self._config: ModelConfig | None = None
         self._loading = False
         self._dispatch: dict[type, Callable[[Any], None]] = {
             Token: self._on_token,
+            TurnQueued: lambda event: None,  # a tab shows its turn once it starts
             TurnStarted: self.turn_started.emit,
             TurnFinished: self.turn_finished.emit,
             EngineStats: self.stats_updated.emit,
@@ -110,16 +116,18 @@ class EngineBridge(QObject):
 
     @property
     def running(self) -> bool:
-        return self._loop is not None and self._loop.running
+        return self._host.running
+
+    @property
+    def engine_host(self) -> EngineHost:
+        """The engine this window shares with its other clients (the local API server)."""
+        return self._host
 
     # ------------------------------------------------------------ GUI -> engine
 
     def start(self) -> None:
         """Start the engine thread (idle until a model is loaded)."""
-        if self.running:
-            return
-        self._loop = EngineLoop(emit=self._engine_event.emit, stats_interval_s=self._stats_interval_s)
-        self._loop.start()
+        self._host.start()
 
     def load_model(self, config: ModelConfig) -> None:
         """Load in the background; progress, then model_loaded or model_load_failed."""
@@ -138,14 +146,11 @@ class EngineBridge(QObject):
         self._send(CloseChat(chat_id))
 
     def cancel_load(self) -> None:
-        if self._loop is not None:
-            self._loop.cancel_load()
+        self._host.cancel_load()
 
     def shutdown(self, timeout: float = 10.0) -> None:
         """Stop the engine thread and wait for it; safe to call twice."""
-        loop, self._loop = self._loop, None
-        if loop is not None:
-            loop.shutdown(timeout)
+        self._host.shutdown(timeout)
 
     def restart(self) -> None:
         """A fresh engine thread after a failure, reloading the last model."""
@@ -155,11 +160,10 @@ class EngineBridge(QObject):
         if self._config is not None:
             self.load_model(self._config)
 
-    def _send(self, command: object) -> None:
-        if self._loop is None:
+    def _send(self, command: Command) -> None:
+        if not self._host.running:
             self.start()
-        assert self._loop is not None
-        self._loop.send(command)  # type: ignore[arg-type]
+        self._client.send(command)
 
     # ------------------------------------------------------------ engine -> GUI
 

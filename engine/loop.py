@@ -33,6 +33,7 @@ from engine.protocol import (
     Shutdown,
     Submit,
     TurnFinished,
+    TurnQueued,
     TurnStats,
 )
 from engine.runners.base import LoadCancelled, Runner, RunnerError
@@ -57,6 +58,7 @@ class EngineLoop:
         self._total_generated = 0
         self._recent: deque[tuple[float, str]] = deque()
         self.model_info: ModelInfo | None = None
+        self.steps = 0  # engine steps with work so far: "within one step" is checked against it
 
     # ------------------------------------------------------------ any thread
 
@@ -132,11 +134,14 @@ class EngineLoop:
             self._refuse(command.chat_id, "No model is loaded yet. Wait for loading to finish or pick a model in Settings.")
             return
         try:
-            prompt = self._runner.tokenize(self._runner.render_chat(command.messages))
+            text = command.prompt if command.prompt is not None else self._runner.render_chat(command.messages)
+            prompt = self._runner.tokenize(text)
         except Exception as error:  # a template from a model file can fail in many ways
             self._refuse(command.chat_id, f"Could not format this conversation for the model: {error}")
             return
         self._emit_all(self._scheduler.submit(command.chat_id, prompt, command.sampling))
+        if any(sequence.chat_id == command.chat_id for sequence in self._scheduler.waiting):
+            self._emit(TurnQueued(command.chat_id, len(prompt)))
 
     def _refuse(self, chat_id: str, message: str) -> None:
         self._emit(ChatError(chat_id, message))
@@ -185,6 +190,7 @@ class EngineLoop:
     def _step(self) -> None:
         if self._scheduler is None or not self._scheduler.has_work():
             return
+        self.steps += 1
         self._emit_all(self._scheduler.step())
 
     def _emit_all(self, events: list[Event]) -> None:

@@ -26,6 +26,8 @@ class SamplingParams:
     top_p: float = 0.95
     min_p: float = 0.05
     repeat_penalty: float = 1.1
+    frequency_penalty: float = 0.0  # OpenAI's: minus this much per earlier use of a token (last 64 tokens)
+    presence_penalty: float = 0.0  # minus this much once for a token used at all (last 64 tokens)
     seed: int | None = None
     max_new_tokens: int = 512
     stop: tuple[str, ...] = ()
@@ -92,11 +94,16 @@ class LoadModel:
 
 @dataclass(frozen=True)
 class Submit:
-    """Start one assistant turn for a chat: the whole conversation so far."""
+    """Start one assistant turn for a chat: the whole conversation so far.
+
+    `prompt`, when given, is fed as it is instead of the messages in the chat
+    template: a plain completion, what base models need.
+    """
 
     chat_id: str
     messages: tuple[ChatMessage, ...]
     sampling: SamplingParams = field(default_factory=SamplingParams)
+    prompt: str | None = None
 
 
 @dataclass(frozen=True)
@@ -138,6 +145,14 @@ class ModelLoadFailed:
     path: str
     message: str  # for a person: which file, what went wrong, what to try
     previous_kept: bool = False  # the model loaded before is still in use
+
+
+@dataclass(frozen=True)
+class TurnQueued:
+    """The engine took the turn: its prompt fits and waits for a slot (TurnStarted follows)."""
+
+    chat_id: str
+    prompt_tokens: int
 
 
 @dataclass(frozen=True)
@@ -202,6 +217,7 @@ Event = Union[
     ModelLoading,
     ModelLoaded,
     ModelLoadFailed,
+    TurnQueued,
     TurnStarted,
     Token,
     TurnFinished,

@@ -114,7 +114,7 @@ class Scheduler:
             if self.slots.prefix_being_computed(sequence):
                 deferred.append(sequence)  # it will copy that prefix in a step or two
                 continue
-            slot = self.slots.slot_for(sequence.chat_id)
+            slot = self.slots.slot_for(sequence.chat_id, sequence.prompt)
             if slot is None:
                 self.waiting.appendleft(sequence)
                 break

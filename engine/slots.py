@@ -3,9 +3,12 @@
 It stands beside the scheduler as nano-vllm's BlockManager stands beside its
 scheduler: the scheduler plans and updates steps; the table knows what every
 slot caches, for which chat, since when, and what runs in it. A turn goes to
-its chat's own idle slot, else a free one, else the least recently used idle
-slot, whose chat is forgotten and will re-read its conversation later. A prompt
-that starts like another slot's cache can copy that start from a donor.
+its chat's own idle slot; else the idle slot whose cache is mostly the start of
+this prompt (an API client sends its whole conversation again under a new id,
+as llama-server's slot similarity finds); else a free one; else the least
+recently used idle slot, whose chat is forgotten and will re-read its
+conversation later. A prompt that starts like another slot's cache can copy
+that start from a donor.
 """
 
 from __future__ import annotations
@@ -17,6 +20,10 @@ from engine.sequence import Sequence, common_prefix_length
 
 # Below this many tokens a copy saves less than it costs to look for.
 MIN_SHARED_PREFIX = 16
+# A chat without a slot of its own takes over another chat's idle slot only when the
+# prompt continues most of what that slot caches: a shared system prompt alone is not
+# enough (the donor copy shares that without taking the other chat's conversation away).
+SIMILAR_SHARE = 0.5
 
 
 @dataclass
@@ -70,12 +77,16 @@ class SlotTable:
 
     # ------------------------------------------------------------ choosing a slot
 
-    def slot_for(self, chat_id: str) -> Slot | None:
-        """The chat's own idle slot, a free one, or the least recently used idle one (forgotten)."""
+    def slot_for(self, chat_id: str, prompt: list[int] | None = None) -> Slot | None:
+        """The chat's own idle slot, the idle slot `prompt` continues, a free one,
+        or the least recently used idle one (forgotten)."""
         idle = [slot for slot in self._slots if slot.sequence is None]
         own = next((slot for slot in idle if slot.chat_id == chat_id), None)
         if own is not None:
             return own
+        similar = self.similar_slot(prompt, idle) if prompt else None
+        if similar is not None:
+            return similar
         free = next((slot for slot in idle if slot.chat_id is None), None)
         if free is not None:
             return free
@@ -84,6 +95,16 @@ class SlotTable:
         least_recent = min(idle, key=lambda slot: slot.last_used)
         self.forget(least_recent)
         return least_recent
+
+    def similar_slot(self, prompt: list[int], idle: list[Slot]) -> Slot | None:
+        """The idle slot whose cache `prompt` shares the longest start with, if that start is most
+        of the cache and worth keeping (MIN_SHARED_PREFIX, SIMILAR_SHARE)."""
+        best, best_length = None, MIN_SHARED_PREFIX - 1
+        for slot in idle:
+            length = common_prefix_length(slot.cached, prompt)
+            if length > best_length and length >= SIMILAR_SHARE * len(slot.cached):
+                best, best_length = slot, length
+        return best
 
     def donor_for(self, prompt: list[int], target: Slot) -> tuple[Slot | None, int]:
         """The other slot caching the longest start of `prompt`, and its length (never the whole prompt)."""

@@ -1,5 +1,6 @@
 """The layers' boundary, checked over every module: engine/ never imports Qt or app/,
-and in app/ only the bridge reaches the engine's insides (loop, scheduler, runners).
+and in app/ only the bridge reaches the engine's insides (the host that owns the loop,
+the loop, scheduler, slots, runners).
 
 Every import counts: module level, inside functions, and under TYPE_CHECKING.
 """
@@ -12,7 +13,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 QT_OR_APP = ("PySide6", "PyQt5", "PyQt6", "shiboken6", "qtpy", "app")
-ENGINE_INSIDES = ("engine.loop", "engine.scheduler", "engine.slots", "engine.runners")
+ENGINE_INSIDES = ("engine.clients", "engine.loop", "engine.scheduler", "engine.slots", "engine.runners")
 BRIDGE = ROOT / "app" / "bridge.py"
 
 

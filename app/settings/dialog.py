@@ -1,13 +1,15 @@
 """The settings dialog: model, backend, quantization, device, context, sampling, and a live memory estimate.
 
 Independent of the engine bridge: Apply saves the settings and emits
-`model_config_applied(ModelConfig)` when the model must be (re)loaded and
-`sampling_applied(SamplingParams, system_prompt)`; the main window connects them.
+`model_config_applied(ModelConfig)` when the model must be (re)loaded,
+`sampling_applied(SamplingParams, system_prompt)`, and `server_applied(options)`
+(ServerOptions, or None for off) when the local API changed; the main window
+connects them.
 It opens at once with the settings' model described; finding the other models and
 probing the machine (GPUs, llama.cpp's build) run off the GUI thread and fill in
 when they return (`scanning` is True until then). Its parts: the model column
 (model_list.py), the options and what can work here (form.py), the estimate
-(memory_section.py).
+(memory_section.py), the local API (server_section.py).
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ from app.settings.form import SettingsForm
 from app.settings.memory_section import MemorySection
 from app.settings.model_list import ModelList
 from app.settings.model_scan import ModelScan, ScanResult, scan_machine
-from app.settings.store import Settings, engine_inputs
+from app.settings.server_section import ServerSection
+from app.settings.store import Settings, engine_inputs, server_options
 from engine.catalog.default_model import default_model_path
 from engine.catalog.description import ModelDescription, ModelEntry
 from engine.catalog.devices import DeviceMemory, system_memory
@@ -36,6 +39,8 @@ SCANNING_HINT = "Looking for models and GPUs…"
 class SettingsDialog(QDialog):
     model_config_applied = Signal(object)  # ModelConfig: load this model
     sampling_applied = Signal(object, str)  # SamplingParams, system prompt: for new turns
+    server_applied = Signal(object)  # ServerOptions, or None: the local API is off
+    get_models_requested = Signal()  # the Get models… button: the window opens that dialog
 
     def __init__(self, settings: Settings, parent: QWidget | None = None, *,
                  entries: list[ModelEntry] | None = None, capabilities: Capabilities | None = None,
@@ -57,6 +62,8 @@ class SettingsDialog(QDialog):
         self.models = ModelList()
         self.form = SettingsForm(capabilities or probe_capabilities(deep=False), self.ram)  # what is installed, for now
         self.memory = MemorySection()
+        self.server = ServerSection()
+        self._applied_server = server_options(settings)
         self._build()
         if entries is not None:
             self.models.set_entries(entries)
@@ -67,7 +74,10 @@ class SettingsDialog(QDialog):
 
     def _build(self) -> None:
         columns = QHBoxLayout()
-        columns.addWidget(self.models, 2)
+        left = QVBoxLayout()
+        left.addWidget(self.models, 1)
+        left.addWidget(self.server)
+        columns.addLayout(left, 2)
         columns.addWidget(self.form, 3)
         layout = QVBoxLayout(self)
         layout.addLayout(columns)
@@ -79,6 +89,7 @@ class SettingsDialog(QDialog):
         self.buttons.button(QDialogButtonBox.StandardButton.Apply).clicked.connect(self.apply)
         layout.addWidget(self.buttons)
         self.models.model_selected.connect(self._on_model_selected)
+        self.models.get_models_requested.connect(self.get_models_requested.emit)
         self.form.changed.connect(self._refresh)
 
     @property
@@ -103,6 +114,10 @@ class SettingsDialog(QDialog):
         job = ModelScan(scan or (lambda: scan_machine(recent)))
         job.finished.connect(self._on_scanned)
         job.start()
+
+    def rescan(self, *_new: object) -> None:
+        """Look for models again (a download finished): the list gains it, the choice stays."""
+        self._start_scan(None, keep_entries=False, keep_capabilities=True)
 
     def _on_scanned(self, result: ScanResult) -> None:
         keep_entries, keep_capabilities = self._keep
@@ -165,6 +180,7 @@ class SettingsDialog(QDialog):
 
     def _load_from_settings(self) -> None:
         self.form.load(self.settings)
+        self.server.load(self.settings)
         path = self.settings.get("model.path") or self.default_path
         if path and not self.open_model(path) and self.models.list.count():
             self.models.list.setCurrentRow(0)
@@ -175,9 +191,16 @@ class SettingsDialog(QDialog):
         path = self.description.path if self.description is not None else ""
         target.set("model.path", "" if path == self.default_path else path)
         self.form.collect(target)
+        self.server.collect(target)
 
-    def apply(self) -> None:
-        """Save, then tell the window: a new ModelConfig only when the model must reload."""
+    def apply(self) -> bool:
+        """Save, then tell the window: a new ModelConfig only when the model must reload.
+
+        Returns False, saving nothing, while the Local API section has a problem to fix."""
+        problem = self.server.problem()
+        self.server.show_problem(problem)
+        if problem:
+            return False
         self._collect(self.settings)
         if self.description is not None:
             self.settings.add_recent(self.description.path)
@@ -188,6 +211,16 @@ class SettingsDialog(QDialog):
             self._previous_config, self._applied_config = self._applied_config, config
             self.models.error_label.clear()
             self.model_config_applied.emit(config)
+        server = server_options(self.settings)
+        if server != self._applied_server:
+            self._applied_server = server
+            self.server_applied.emit(server)
+        return True
+
+    def show_server_error(self, message: str) -> None:
+        """The API could not start with what was applied (a port in use...): say so here, and let Apply retry."""
+        self.server.show_problem(message)
+        self._applied_server = None
 
     def show_load_error(self, message: str) -> None:
         """The applied model failed to load and the old one stays: say why, and let Apply try again."""
@@ -195,5 +228,5 @@ class SettingsDialog(QDialog):
         self._applied_config = self._previous_config
 
     def _on_ok(self) -> None:
-        self.apply()
-        self.accept()
+        if self.apply():
+            self.accept()

@@ -1,4 +1,7 @@
-"""The settings dialog's model column: found models, Open GGUF / Open folder, and what the chosen one is.
+"""The settings dialog's model column: found models, Open GGUF / Open folder / Get models, and what the chosen one is.
+
+Models downloaded into the Hugging Face cache are listed as "Downloaded" with
+their size on disk; Delete (after asking) removes one from the cache.
 
 Describing a model reads its header (GGUF) or its config and safetensors
 headers (a folder): fast enough for the GUI thread. Finding models is the
@@ -12,13 +15,18 @@ import os
 from collections.abc import Sequence
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QFileDialog, QHBoxLayout, QLabel, QListWidget, QListWidgetItem, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (QFileDialog, QHBoxLayout, QLabel, QListWidget, QListWidgetItem, QMessageBox, QPushButton,
+                               QVBoxLayout, QWidget)
+
+from engine.catalog.hf_cache import delete_downloaded, downloaded_models
 
 from engine.catalog.description import ModelDescription, ModelEntry, ModelReadError
 from engine.catalog.models import describe
 from engine.units import format_bytes
 
 PATH_ROLE = Qt.ItemDataRole.UserRole
+SOURCE_ROLE = Qt.ItemDataRole.UserRole + 1
+DOWNLOADED = "Downloaded"
 ERROR_COLOR = "#c62828"
 
 
@@ -26,6 +34,8 @@ class ModelList(QWidget):
     """The list of models and the chosen one's description; `model_selected` says what is chosen now."""
 
     model_selected = Signal(object)  # ModelDescription, or None when nothing usable is chosen
+    get_models_requested = Signal()  # Get models…: the window opens its dialog
+    model_deleted = Signal(str)  # a downloaded model's path, now gone from the disk
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -54,10 +64,17 @@ class ModelList(QWidget):
         column.addWidget(self.list, 1)
         column.addWidget(self.hint_label)
         row = QHBoxLayout()
-        for text, slot in (("Open GGUF file...", self._on_open_gguf), ("Open Hugging Face folder...", self._on_open_folder)):
+        buttons = (("Open GGUF file...", self._on_open_gguf), ("Open Hugging Face folder...", self._on_open_folder),
+                   ("Get models...", self.get_models_requested.emit))
+        for text, slot in buttons:
             button = QPushButton(text)
             button.clicked.connect(slot)
             row.addWidget(button)
+        self.delete_button = QPushButton("Delete...")
+        self.delete_button.setToolTip("Delete the chosen downloaded model from the Hugging Face cache")
+        self.delete_button.clicked.connect(self._on_delete)
+        self.delete_button.setEnabled(False)
+        row.addWidget(self.delete_button)
         column.addLayout(row)
         column.addWidget(self.metadata_label)
         column.addWidget(self.error_label)
@@ -68,16 +85,17 @@ class ModelList(QWidget):
         """Show these entries in their order, then any model opened by hand; the choice stays as it was."""
         chosen = self.description.path if self.description is not None else None
         opened = [self.list.item(row) for row in range(self.list.count())]
-        kept = [(item.data(PATH_ROLE), item.text(), bool(item.flags() & Qt.ItemFlag.ItemIsEnabled)) for item in opened]
+        kept = [(item.data(PATH_ROLE), item.text(), bool(item.flags() & Qt.ItemFlag.ItemIsEnabled),
+                 item.data(SOURCE_ROLE)) for item in opened]
         self.list.blockSignals(True)  # the same model stays chosen: nothing to tell
         try:
             self.list.clear()
             for entry in entries:
                 self._add_entry(entry)
             paths = {entry.path for entry in entries}
-            for path, text, enabled in kept:
-                if path not in paths:
-                    self._add_item(path, text, enabled)
+            for path, text, enabled, source in kept:
+                if path not in paths and source != DOWNLOADED:  # a download deleted meanwhile stays gone
+                    self._add_item(path, text, enabled, source)
             for row in range(self.list.count()):
                 if self.list.item(row).data(PATH_ROLE) == chosen:
                     self.list.setCurrentRow(row)
@@ -91,11 +109,12 @@ class ModelList(QWidget):
             text = f"{entry.description.name}  ({entry.source})\n{entry.description.summary()}"
         else:
             text = f"{os.path.basename(entry.path)}  ({entry.source})\n{entry.error}"
-        return self._add_item(entry.path, text, entry.description is not None)
+        return self._add_item(entry.path, text, entry.description is not None, entry.source)
 
-    def _add_item(self, path: str, text: str, enabled: bool) -> QListWidgetItem:
+    def _add_item(self, path: str, text: str, enabled: bool, source: str = "") -> QListWidgetItem:
         item = QListWidgetItem(text)
         item.setData(PATH_ROLE, path)
+        item.setData(SOURCE_ROLE, source)
         item.setToolTip(path)
         if not enabled:  # listed with the reason it cannot be used, but not choosable
             item.setFlags(item.flags() & ~Qt.ItemFlag.ItemIsEnabled)
@@ -136,8 +155,25 @@ class ModelList(QWidget):
         if path:
             self.open_model(path)
 
+    def _on_delete(self) -> None:
+        item = self.list.currentItem()
+        path = item.data(PATH_ROLE) if item is not None else None
+        model = next((m for m in downloaded_models() if m.path == path), None)
+        if item is None or model is None:
+            return
+        answer = QMessageBox.question(
+            self, "Delete model", f"Delete {model.label} ({format_bytes(model.size_bytes)}) from the Hugging Face "
+            f"cache?\n\n{model.path}\n\nOther programs that use this model would download it again.")
+        if answer != QMessageBox.StandardButton.Yes:
+            return
+        freed = delete_downloaded(model)
+        self.list.takeItem(self.list.row(item))
+        self.metadata_label.setText(f"Deleted {model.label}: {format_bytes(freed)} freed.")
+        self.model_deleted.emit(model.path)
+
     def _on_current_changed(self, item: QListWidgetItem | None) -> None:
         self.error_label.clear()
+        self.delete_button.setEnabled(item is not None and item.data(SOURCE_ROLE) == DOWNLOADED)
         try:
             self.description = describe(item.data(PATH_ROLE)) if item is not None else None
         except ModelReadError as error:

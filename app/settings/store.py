@@ -16,6 +16,7 @@ from typing import Any
 
 from engine.paths import user_path
 from engine.protocol import ModelConfig, SamplingParams
+from engine.server.options import DEFAULT_PORT, ServerOptions
 
 SCHEMA_VERSION = 1
 FILE_NAME = "settings.json"
@@ -68,6 +69,13 @@ SETTINGS: tuple[Setting, ...] = (
     _sampling("max_new_tokens", int, "Longest answer, in tokens."),
     Setting("sampling.seed", int, -1, "Random seed; -1: a different one each time."),
     Setting("chat.system_prompt", str, "You are a helpful assistant.", "The system prompt of new chats."),
+    Setting("server.enabled", bool, False, "Serve the loaded model over an OpenAI-compatible HTTP API."),
+    Setting("server.host", str, "127.0.0.1", "Address the API listens on; 127.0.0.1: this computer only "
+            "(any other address needs an API key)."),
+    Setting("server.port", int, DEFAULT_PORT, "TCP port of the API."),
+    Setting("server.api_key", str, "", "Key clients send as 'Authorization: Bearer KEY' or 'X-Api-Key'; empty: none."),
+    Setting("server.cors_origins", list, [], "Web page origins (https://host:port) that may call the API "
+            "from a browser; none by default."),
 )
 BY_KEY = {setting.key: setting for setting in SETTINGS}
 
@@ -195,6 +203,15 @@ def sampling_params(settings: Settings) -> SamplingParams:
 
 def system_prompt(settings: Settings) -> str:
     return str(settings.get("chat.system_prompt"))
+
+
+def server_options(settings: Settings) -> ServerOptions | None:
+    """What the API server should listen with; None while it is switched off."""
+    if not settings.get("server.enabled"):
+        return None
+    return ServerOptions(host=settings.get("server.host").strip(), port=settings.get("server.port"),
+                         api_key=settings.get("server.api_key").strip(),
+                         cors_origins=tuple(settings.get("server.cors_origins")))
 
 
 def engine_inputs(settings: Settings, default_path: str | None = None) -> tuple[ModelConfig, SamplingParams, str]:

@@ -73,6 +73,7 @@ class GaugeWidget(QFrame):
         self.model: ModelInfo | None = None
         self.stats: EngineStats | None = None
         self.memory: MemorySnapshot | None = None
+        self.api_url, self.api_in_flight = "", 0  # the local API on this engine, if serving
         self.device_label, self.memory_label = QLabel("no model"), QLabel()
         self.speed_label, self.slots_label, self.model_label = QLabel(), QLabel(), QLabel()
         self.memory_bar, self.sparkline = MemoryBar(self), Sparkline(self)
@@ -96,6 +97,11 @@ class GaugeWidget(QFrame):
         self.model = info
         self.stats = None
         self._probe_memory()
+        self._refresh_labels()
+
+    def set_api(self, url: str, in_flight: int) -> None:
+        """The local API's address and its requests in flight ("" : not serving)."""
+        self.api_url, self.api_in_flight = url, in_flight
         self._refresh_labels()
 
     def update_stats(self, stats: EngineStats) -> None:
@@ -152,7 +158,7 @@ class GaugeWidget(QFrame):
         self.device_label.setText(self.device_name)
         self.memory_label.setText(text)
         self.speed_label.setText(f"{self.tokens_per_second:.1f} tok/s")
-        self.slots_label.setText(f"slots {self._slots_text()}")
+        self.slots_label.setText(f"slots {self._slots_text()}" + (f" · API {self.api_in_flight}" if self.api_url else ""))
         self.model_label.setText(self._model_summary(name_chars=MODEL_NAME_CHARS))  # the popup has it all
         details = self.details_html()
         self.setToolTip(details)
@@ -178,7 +184,8 @@ class GaugeWidget(QFrame):
             ("Memory", f"{text.split(' (')[0]}: model {sizes[0]}, KV cache {sizes[1]}, other {sizes[2]}"),
             ("Speed", f"{self.tokens_per_second:.1f} tok/s in total"),
             *self._per_chat_rows(),
-            ("Slots", self.slots_label.text().removeprefix("slots ") + " busy"),
+            ("Slots", f"{self._slots_text()} busy"),
+            *self._api_rows(),
             ("Model", html.escape(self._model_summary())),
             ("Context", f"{self.model.context_length} tokens per chat"),
         ]
@@ -189,6 +196,11 @@ class GaugeWidget(QFrame):
         rows += [("Note", html.escape(note)) for note in self.model.notes]
         cells = "".join(f"<tr><td><b>{k}</b>&nbsp;&nbsp;</td><td>{v}</td></tr>" for k, v in rows)
         return f"<table>{cells}</table>"
+
+    def _api_rows(self) -> list[tuple[str, str]]:
+        if not self.api_url:
+            return []
+        return [("Local API", f"{html.escape(self.api_url)}: {self.api_in_flight} requests in flight")]
 
     def _slots_text(self) -> str:
         if self.stats is not None:

@@ -1,7 +1,8 @@
 """The main window: chat tabs, menus and shortcuts, the gauge, the history, and the dialogs.
 
 Engine events are routed to the tab whose chat id they carry; the model's life
-cycle (loading, failing, the engine banner) is app/window/model_lifecycle.py's.
+cycle (loading, failing, the engine banner) is app/window/model_lifecycle.py's;
+the local API server, on the same engine, is app/window/api_server.py's.
 The window is the TabHost the history works through (app/history/sync.py) and
 the WindowCommands the menus call (app/window/menus.py).
 """
@@ -22,13 +23,17 @@ from app.chat.markdown_view import warm_up
 from app.chat.tab import ChatTab
 from app.history import dialog as history_dialogs
 from app.history.sync import HistoryUI
-from app.settings.store import Settings, engine_inputs
+from app.models.launcher import GetModels
+from app.settings.store import Settings, engine_inputs, server_options
 from app.status.gauge import GaugeWidget
+from app.status.server_indicator import ServerIndicator
+from app.window.api_server import ApiServerControl
 from app.window.menus import build_menus
 from app.window.model_lifecycle import ModelLifecycle
 from app.window.tabwidget import ChatTabWidget
 from app.window.welcome import welcome_text
 from engine.catalog.default_model import default_model_path
+from engine.server.options import API_CHAT_PREFIX
 
 if TYPE_CHECKING:
     from app.quantcheck.dialog import QuantCheckDialog
@@ -62,6 +67,8 @@ class MainWindow(QMainWindow):
         self._chat_count = 0
         self._started = False
         self.gauge = GaugeWidget(self._title_of, self)
+        self.api_indicator = ServerIndicator(self)
+        self.api = ApiServerControl(self.bridge, self.api_indicator, self.gauge, self.statusBar(), self)
         self.model = ModelLifecycle(self.bridge, self)
         self.model.readiness_changed.connect(self._on_readiness_changed)
         self.model.loaded.connect(self._on_model_loaded)
@@ -70,6 +77,8 @@ class MainWindow(QMainWindow):
         self.tabs.new_tab_requested.connect(lambda: self.new_chat())
         self.tabs.tabCloseRequested.connect(self.close_chat)
         self.tabs.tab_renamed.connect(self._on_tab_renamed)
+        self.get_models = GetModels(self, self.settings, parent=self)
+        self.get_models.model_config_chosen.connect(self._on_model_config_applied)
         self._build()
         self._connect_bridge()
         self.history_ui = HistoryUI(self, parent=self)  # saves every chat; restores the open tabs when read
@@ -88,6 +97,8 @@ class MainWindow(QMainWindow):
         bar = self.statusBar()
         bar.addWidget(self.model.label)
         bar.addWidget(self.model.progress)
+        bar.addPermanentWidget(self.api_indicator)
+        bar.addPermanentWidget(self.get_models.indicator)
         bar.addPermanentWidget(self.gauge)
 
     def _connect_bridge(self) -> None:
@@ -179,6 +190,8 @@ class MainWindow(QMainWindow):
 
     def _title_of(self, chat_id: str) -> str:
         tab = self._tabs_by_chat.get(chat_id)
+        if tab is None and chat_id.startswith(API_CHAT_PREFIX):
+            return "API request"
         return tab.title if tab else "closed chat"
 
     def _defaults(self) -> tuple[SamplingParams, str]:
@@ -203,6 +216,8 @@ class MainWindow(QMainWindow):
             self.model.set_unavailable(NO_DEFAULT_MODEL)
         else:
             self.model.load(config)
+        if (options := server_options(self.settings)) is not None:
+            self.api.serve(options)
 
     def initial_model_config(self) -> ModelConfig | None:
         """The settings' model (or --model), else the bundled default; None when there is none."""
@@ -252,12 +267,20 @@ class MainWindow(QMainWindow):
         dialog = SettingsDialog(self.settings, self, loaded=self.model.config_in_effect)
         dialog.model_config_applied.connect(self._on_model_config_applied)
         dialog.sampling_applied.connect(self._on_sampling_applied)
+        dialog.server_applied.connect(lambda options: self.api.serve(options, dialog))
         # A failed load is explained where the user is looking: in the dialog.
         self.bridge.model_load_failed.connect(dialog.show_load_error)
         dialog.finished.connect(lambda _result: self.bridge.model_load_failed.disconnect(dialog.show_load_error))
+        dialog.get_models_requested.connect(self.open_get_models)
+        self.get_models.downloaded.connect(dialog.rescan)
+        dialog.finished.connect(lambda _result: self.get_models.downloaded.disconnect(dialog.rescan))
         dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         self._settings_dialog = dialog
         dialog.open()
+
+    def open_get_models(self) -> None:
+        """Get models, sized for the context and parallel chats in the settings."""
+        self.get_models.open(self._engine_inputs()[0])
 
     def _on_model_config_applied(self, config: ModelConfig) -> None:
         self.model_path = None  # the user chose in the dialog: the settings rule from now on
@@ -295,6 +318,8 @@ class MainWindow(QMainWindow):
         self._quantcheck_dialog = open_check(self, self._quantcheck_dialog, chats, self.settings.get("model.recent"))
 
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802
+        self.api.stop()  # its streams end with a finish reason while the engine still runs
+        self.get_models.shutdown()  # a download stops; what arrived stays for the next one
         self.bridge.shutdown()  # joins the engine thread: nothing may emit into a dead window
         self.history_ui.close()  # writes what streamed, marks unfinished answers interrupted, joins its thread
         super().closeEvent(event)

@@ -21,6 +21,7 @@ def welcome_text(info: ModelInfo) -> str:
     if not info.has_chat_template:
         model += "\n\n" + " ".join(NO_CHAT_TEMPLATE)
     return (f"Welcome to Hearth. {model}\n\n"
-            "To use your own model, open Model > Settings… and choose “Open GGUF file…” or "
-            "“Open Hugging Face model folder…”; the memory estimate there tells you whether it fits.\n\n"
+            "To get another model, open Model > Get models… (Ctrl+Shift+G): it searches the Hugging Face Hub "
+            "and says which file fits this machine. Your own files: Model > Settings…, “Open GGUF file…” or "
+            "“Open Hugging Face model folder…”.\n\n"
             f"Several chats can answer at the same time ({info.slots} at once): Ctrl+T opens another tab.")

@@ -10,6 +10,8 @@ generate and generate_batch). `--json FILE` writes every figure.
 cli.py parses and prints, measure.py runs the cases, workloads.py holds the
 prompts and the cases, harness.py drives the engine, report.py condenses and
 formats, llamacpp_baseline.py and hf_baseline.py time the libraries themselves.
+`--api` (api.py) puts streaming HTTP clients against hearth-serve and against
+llama-cpp-python's own server instead.
 """
 
 from engine.bench.cli import main, parse

@@ -27,6 +27,8 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--backend", choices=("llamacpp", "hf"), default="llamacpp")
     parser.add_argument("--quant", choices=("none", "int8", "nf4", "fp4"), default="none",
                         help="bitsandbytes quantization for --backend hf")
+    parser.add_argument("--api", action="store_true",
+                        help="streaming HTTP clients against hearth-serve and llama-cpp-python's own server")
     args = parser.parse_args(argv)
     try:
         args.tabs = [int(part) for part in args.tabs.split(",") if part.strip()]
@@ -48,11 +50,17 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse(argv)
     try:
-        result = measure(args)
+        if args.api:
+            from engine.bench.api import api_table, measure_api
+
+            result = measure_api(args)
+            print(api_table(result))
+        else:
+            result = measure(args)
+            print(table(result))
     except BenchError as error:
         print(f"benchmark failed: {error}", file=sys.stderr)
         return 1
-    print(table(result))
     if args.json:
         with open(args.json, "w", encoding="utf-8") as file:
             json.dump(result, file, indent=2)

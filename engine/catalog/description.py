@@ -59,6 +59,6 @@ class ModelEntry:
     """One model the dialog can offer: where it was found and what it is."""
 
     path: str
-    source: str  # "Bundled default", "Recently used", "Models folder", "Hugging Face cache"
+    source: str  # "Bundled default", "Recently used", "Models folder", "Downloaded" (the HF cache)
     description: ModelDescription | None
     error: str = ""  # why it could not be described

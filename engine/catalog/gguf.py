@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.catalog.description import ModelDescription, ModelReadError
+from engine.catalog.model_files import split_parts
 
 _LAYER = re.compile(r"^blk\.(\d+)\.")
 
@@ -27,6 +28,15 @@ def describe_gguf(path: Path) -> ModelDescription:
         raise ModelReadError(
             f"{path.name} could not be read as a GGUF file ({error}). It may be incomplete or not a "
             "GGUF model; download it again or choose another file.") from error
+    file_bytes = path.stat().st_size
+    if int(fields.get("split.count") or 1) > 1:
+        tensors, file_bytes = _with_other_parts(path, fields, tensors)
+    return describe_gguf_header(str(path), path.stem, fields, tensors, file_bytes)
+
+
+def describe_gguf_header(path: str, name: str, fields: dict[str, Any], tensors: list[tuple[str, int, int, str]],
+                         file_bytes: int) -> ModelDescription:
+    """A description from a GGUF header already read (a local file, or the start of one on the Hub)."""
     arch = str(fields.get("general.architecture") or "unknown")
 
     def arch_int(key: str, default: int = 0) -> int:
@@ -39,8 +49,8 @@ def describe_gguf(path: Path) -> ModelDescription:
     tokens = fields.get("tokenizer.ggml.tokens")
     layer_bytes, output_bytes, tied = _split_layers(tensors, layers)
     return ModelDescription(
-        path=str(path), kind="gguf", name=path.stem, architecture=arch,
-        n_params=sum(t[2] for t in tensors), file_bytes=path.stat().st_size,
+        path=path, kind="gguf", name=name, architecture=arch,
+        n_params=sum(t[2] for t in tensors), file_bytes=file_bytes,
         quantization=_gguf_file_type(fields.get("general.file_type"), tensors),
         trained_context_length=arch_int("context_length"), layers=layers, heads=heads,
         kv_heads=arch_int("attention.head_count_kv", heads),
@@ -50,6 +60,33 @@ def describe_gguf(path: Path) -> ModelDescription:
         tensor_bytes=sum(t[1] for t in tensors),
         layer_bytes=layer_bytes, output_bytes=output_bytes, tied_embeddings=tied,
     )
+
+
+def _with_other_parts(path: Path, fields: dict[str, Any],
+                      tensors: list[tuple[str, int, int, str]]) -> tuple[list[tuple[str, int, int, str]], int]:
+    """A split model: part 1 holds the metadata, the tensors are spread over all parts."""
+    count, number = int(fields["split.count"]), int(fields.get("split.no") or 0)
+    parts = split_parts(path)
+    if number != 0:
+        raise ModelReadError(f"{path.name} is part {number + 1} of {count} of a split model. "
+                             "Choose part 1 (its name ends in -00001-of-...): it loads all the parts.")
+    if len(parts) != count:
+        raise ModelReadError(f"{path.name} is part 1 of a split model of {count} files, but its name does not "
+                             "say so (NAME-00001-of-0000N.gguf), and llama.cpp finds the other parts by name.")
+    missing = [part.name for part in parts[1:] if not part.is_file()]
+    if missing:
+        raise ModelReadError(f"{path.name} is part 1 of {count} of a split model, and {missing[0]} is not next to "
+                             "it. Download all parts into the same folder.")
+    total = path.stat().st_size
+    everything = list(tensors)
+    for part in parts[1:]:
+        try:
+            everything += read_gguf_header(part)[1]
+        except (OSError, ValueError, KeyError, struct.error) as error:
+            raise ModelReadError(f"{part.name} (part of a split model) could not be read ({error}). It may be "
+                                 "incomplete; download it again.") from error
+        total += part.stat().st_size
+    return everything, total
 
 
 @dataclass(frozen=True)

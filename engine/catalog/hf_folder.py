@@ -6,7 +6,7 @@ import json
 import math
 import struct
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from engine.catalog.description import ModelDescription, ModelReadError
 
@@ -20,22 +20,28 @@ def is_hf_folder(path: Path) -> bool:
 
 def describe_hf_folder(folder: Path) -> ModelDescription:
     config = _read_config(folder)
-    text = config.get("text_config") or config  # multimodal configs nest the language model
     headers = [read_safetensors_header(file) for file in sorted(folder.glob("*.safetensors"))]
     if not headers:
         raise ModelReadError(f"{folder} has no .safetensors weights. Hearth reads Hugging Face folders "
                              "saved with safetensors; choose a folder that has them.")
-    tensors = [(name, info) for header in headers for name, info in header.items() if name != "__metadata__"]
+    file_bytes = sum(f.stat().st_size for f in folder.iterdir() if f.is_file())
+    return describe_hf_config(str(folder), _hf_name(folder), config, headers, file_bytes)
+
+
+def describe_hf_config(path: str, name: str, config: dict[str, Any], headers: Sequence[dict[str, Any]],
+                       file_bytes: int) -> ModelDescription:
+    """A description from config.json and the safetensors headers (of a folder, or read from the Hub)."""
+    text = config.get("text_config") or config  # multimodal configs nest the language model
+    tensors = [(key, info) for header in headers for key, info in header.items() if key != "__metadata__"]
     n_params = sum(math.prod(info["shape"]) for _, info in tensors)
-    kept = sum(math.prod(info["shape"]) for name, info in tensors if not _quantizable(name, info))
+    kept = sum(math.prod(info["shape"]) for key, info in tensors if not _quantizable(key, info))
     heads = int(text.get("num_attention_heads") or 0)
     hidden = int(text.get("hidden_size") or 0)
     dtype = str(config.get("dtype") or config.get("torch_dtype") or text.get("torch_dtype") or "")
     architectures = config.get("architectures") or [config.get("model_type", "unknown")]
     return ModelDescription(
-        path=str(folder), kind="hf", name=_hf_name(folder),
-        architecture=str(architectures[0]), n_params=n_params,
-        file_bytes=sum(f.stat().st_size for f in folder.iterdir() if f.is_file()),
+        path=path, kind="hf", name=name,
+        architecture=str(architectures[0]), n_params=n_params, file_bytes=file_bytes,
         quantization=_hf_quantization(config, tensors),
         trained_context_length=int(text.get("max_position_embeddings") or 0),
         layers=int(text.get("num_hidden_layers") or 0), heads=heads,

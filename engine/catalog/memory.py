@@ -20,7 +20,11 @@ DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "fp32": 4, "fp16": 2, 
 # or with double quantization an 8-bit absmax plus one fp32 per 256 blocks
 QUANT_BYTES_PER_PARAM = {"int8": 1.0, "nf4": 0.5 + 4 / 64, "fp4": 0.5 + 4 / 64}
 DOUBLE_QUANT_BYTES_PER_PARAM = 0.5 + 1 / 64 + 4 / (64 * 256)
-OVERHEAD_FRACTION = 0.30  # the usual rule of thumb (transformers: not calibrated here)
+# transformers, calibrated on the CPU against RSS growth (see _hf_overhead and tests/engine/catalog/test_memory_hf.py)
+HF_RUNTIME_BYTES = 42 << 20
+HF_QUANT_RUNTIME_BYTES = {"none": 0, "int8": 20 << 20, "nf4": 5 << 20, "fp4": 5 << 20}
+HF_TOKENIZER_BYTES_PER_TOKEN = {"hf": 307, "gguf": 670}  # a fast tokenizer; converted from a GGUF's vocabulary
+HF_GPU_RESERVE_FRACTION = 0.10  # torch's caching allocator holds more than it hands out: the usual figure
 # llama.cpp, calibrated against RSS on the CPU (see _llamacpp_overhead)
 LLAMA_RUNTIME_BYTES = 16 << 20
 LLAMA_UBATCH = 512  # llama.cpp's default micro-batch: n_ubatch = min(n_batch, 512)
@@ -38,7 +42,7 @@ class Estimate:
 
     weights_bytes: int
     kv_cache_bytes: int
-    overhead_bytes: int
+    overhead_bytes: int  # everything else, transient_bytes included
     gpu_bytes: int  # the part that lives on the GPU
     kv_cells: int  # positions the KV cache holds in all
     unified: bool  # one KV cache shared by all chats (llama.cpp) or one per chat
@@ -46,6 +50,7 @@ class Estimate:
     gpu_layers: int  # repeating layers on the GPU
     model: ModelDescription
     config: ModelConfig
+    transient_bytes: int = 0  # the part of the overhead a step allocates and frees again (transformers)
 
     @property
     def total_bytes(self) -> int:
@@ -66,7 +71,8 @@ class Estimate:
         if self.unified:
             return (f"One KV cache of {self.kv_cells:,} positions shared by all {self.config.slots} chats "
                     f"({self.config.context_length:,} each when all are full).")
-        return f"{self.config.slots} KV caches of {self.config.context_length:,} positions, one per chat."
+        grows = "" if self.on_gpu else " (on the CPU they grow as the chats do)"
+        return f"{self.config.slots} KV caches of {self.config.context_length:,} positions, one per chat{grows}."
 
 
 @dataclass(frozen=True)
@@ -149,13 +155,45 @@ def _estimate_hf(model: ModelDescription, config: ModelConfig, on_gpu: bool) -> 
             else QUANT_BYTES_PER_PARAM[config.quantization]
         quantized = model.n_params - model.unquantized_params
         weights = int(quantized * per_param) + model.unquantized_params * dtype_bytes
+    cells = config.context_length * config.slots
     # the fast decode keeps one spare slot row for the padding of fixed-size steps (engine/runners/hf/decode.py)
     rows = config.slots + int(config.fast_decode == "on" or (config.fast_decode == "auto" and on_gpu))
     kv = kv_cache_bytes(model, config.context_length * rows, dtype_bytes)
-    overhead = int(OVERHEAD_FRACTION * (weights + kv))
-    total = weights + kv + overhead
-    return Estimate(weights, kv, overhead, total if on_gpu else 0, config.context_length * config.slots,
-                    False, on_gpu, model.layers if on_gpu else 0, model, config)
+    runtime, transient, gpu_extra = _hf_overhead(model, config, cells, dtype_bytes, weights + kv, on_gpu)
+    gpu = weights + kv + transient + gpu_extra if on_gpu else 0
+    return Estimate(weights, kv, runtime + transient + gpu_extra, gpu, cells, False, on_gpu,
+                    model.layers if on_gpu else 0, model, config, transient)
+
+
+def _hf_overhead(model: ModelDescription, config: ModelConfig, cells: int, dtype_bytes: int, tensors: int,
+                 on_gpu: bool) -> tuple[int, int, int]:
+    """Runtime bytes besides weights and KV cache: (resident in RAM, one step's transient, GPU-only).
+
+    Calibrated on the CPU against process RSS growth after loading and after
+    filling every slot (SmolLM2-135M and the tiny test model; fp32, int8, NF4; see
+    tests/engine/catalog/test_memory_hf.py), measured after gc + malloc_trim so that it is
+    memory in use, not freed blocks glibc keeps (the gauge may show up to ~150 MiB
+    of those on top). The libraries themselves (torch and transformers imported:
+    a few hundred MiB) are not counted, as llama.cpp's are not. Resident: code and
+    modules that loading runs for the first time (~42 MiB; bitsandbytes' int8 state
+    after its first matmuls ~20 MiB more), the tokenizer (per vocabulary entry).
+    On the CPU the KV cache grows with the chats, from 256 positions per slot
+    after loading. Transient, per step: hidden states and MLP activations of a
+    full batch (~17 values per embedding dimension per token, as llama.cpp) and the
+    attention mask with its float copies over every key of every slot.
+    On a GPU (not measured here): the CUDA context and cuBLAS workspace
+    (CUDA_CONTEXT_BYTES; nvidia-smi shows it, torch.cuda.memory_allocated does not)
+    and the caching allocator's reserve (memory_reserved over memory_allocated,
+    ~10% of the tensors); the KV cache is allocated whole there, at load.
+    """
+    tokenizer = model.vocab_size * HF_TOKENIZER_BYTES_PER_TOKEN["gguf" if model.kind == "gguf" else "hf"]
+    quantized = config.quantization if model.kind == "hf" else "none"  # transformers dequantizes a GGUF
+    runtime = HF_RUNTIME_BYTES + HF_QUANT_RUNTIME_BYTES[quantized] + tokenizer
+    batch = min(config.batch_tokens, cells)
+    activations = batch * model.embedding_length * dtype_bytes * ACTIVATION_FLOATS_PER_DIM
+    transient = activations + batch * cells * (1 + 3 * dtype_bytes)
+    gpu_extra = CUDA_CONTEXT_BYTES + int(HF_GPU_RESERVE_FRACTION * tensors) if on_gpu else 0
+    return runtime, transient, gpu_extra
 
 
 def _hf_dtype_bytes(config: ModelConfig, on_gpu: bool) -> int:

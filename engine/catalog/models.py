@@ -16,7 +16,9 @@ from typing import Iterable, Literal, Sequence
 from engine.catalog.default_model import default_model_path
 from engine.catalog.description import ModelDescription, ModelEntry, ModelReadError
 from engine.catalog.gguf import describe_gguf
+from engine.catalog.hf_cache import downloaded_models
 from engine.catalog.hf_folder import describe_hf_folder, is_hf_folder
+from engine.catalog.model_files import whole_models
 from engine.paths import user_path
 
 
@@ -49,7 +51,7 @@ def discover(recent: Sequence[str] = (), folder: Path | None = None,
              hf_cache: Path | None | Literal[False] = None) -> list[ModelEntry]:
     """Every model Hearth can offer, the default first; no network is touched.
 
-    `hf_cache`: None for huggingface_hub's own cache location, False to skip it.
+    `hf_cache`: None for the Hugging Face cache (HF_HUB_CACHE, HF_HOME), False to skip it.
     """
     found: list[tuple[str, str]] = []
     default = default_model_path()
@@ -58,7 +60,7 @@ def discover(recent: Sequence[str] = (), folder: Path | None = None,
     found += [(path, "Recently used") for path in recent if Path(path).exists()]
     found += [(str(path), "Models folder") for path in _scan_folder(folder or models_folder())]
     if hf_cache is not False:
-        found += [(str(path), "Hugging Face cache") for path in _scan_hf_cache(hf_cache)]
+        found += [(str(path), "Downloaded") for path in _scan_hf_cache(hf_cache)]
     return [_entry(path, source) for path, source in _unique(found)]
 
 
@@ -83,27 +85,10 @@ def _entry(path: str, source: str) -> ModelEntry:
 def _scan_folder(folder: Path) -> list[Path]:
     if not folder.is_dir():
         return []
-    found = sorted(folder.rglob("*.gguf"))
+    found = whole_models(sorted(folder.rglob("*.gguf")))
     found += sorted(config.parent for config in folder.rglob("config.json") if is_hf_folder(config.parent))
     return found
 
 
 def _scan_hf_cache(cache: Path | None) -> list[Path]:
-    try:
-        from huggingface_hub import scan_cache_dir
-    except ImportError:  # the hub library comes with the transformers extra only
-        return []
-    try:
-        info = scan_cache_dir(cache) if cache is not None else scan_cache_dir()
-    except Exception:  # CacheNotFound, or an unreadable cache: there is simply nothing to offer
-        return []
-    found: list[Path] = []
-    for repo in sorted(info.repos, key=lambda r: r.repo_id):
-        if repo.repo_type != "model":
-            continue
-        for revision in repo.revisions:
-            snapshot = Path(revision.snapshot_path)
-            if is_hf_folder(snapshot):
-                found.append(snapshot)
-            found += sorted(snapshot.rglob("*.gguf"))
-    return found
+    return [Path(model.path) for model in downloaded_models(cache)]

@@ -102,3 +102,43 @@ def test_forgetting_clears_the_runner_cache_of_idle_slots_only_when_asked() -> N
     assert [(slot.chat_id, slot.cached) for slot in table] == [(None, []), ("b", [1]), (None, [])]
     table.forget_chat("b")
     assert cleared == [0, 2, 1] and table[1].chat_id is None
+
+
+def test_a_new_chat_takes_the_idle_slot_its_prompt_continues_over_a_free_one() -> None:
+    """An API client sends its conversation again under a new chat id: it finds the slot holding it."""
+    table, cleared = table_of(3)
+    first_turn = list(range(100, 160))
+    table[1].chat_id, table[1].cached, table[1].last_used = "api-1", list(first_turn), 5.0
+    table[2].chat_id, table[2].cached, table[2].last_used = "api-0", list(range(40)), 1.0  # older, unrelated
+    assert table.slot_for("api-2", first_turn + [7, 8, 9]) is table[1]
+    assert table.slot_for("api-3", [1, 2, 3]) is table[0]  # nothing to continue: the free slot
+    assert cleared == [] and table[1].chat_id == "api-1"  # the scheduler's occupy() hands it over
+
+
+def test_the_longest_continued_cache_wins_and_the_chats_own_slot_comes_first() -> None:
+    table, _ = table_of(3)
+    conversation = list(range(200, 300))
+    table[0].chat_id, table[0].cached = "x", conversation[:40]
+    table[1].chat_id, table[1].cached = "y", conversation[:80]
+    table[2].chat_id, table[2].cached = "z", [1] * 10
+    assert table.slot_for("new", conversation) is table[1]
+    assert table.slot_for("z", conversation) is table[2]  # its own idle slot, whatever the others hold
+
+
+def test_a_shared_system_prompt_alone_does_not_take_a_tabs_slot() -> None:
+    """The common start must cover most of the other slot's cache; a donor copy shares the rest."""
+    table, cleared = table_of(2)
+    system = list(range(30))
+    table[0].chat_id, table[0].cached, table[0].last_used = "tab", system + list(range(500, 540)), 3.0
+    table[1].chat_id, table[1].cached, table[1].last_used = "tab2", system + list(range(600, 700)), 1.0
+    taken = table.slot_for("api-1", system + [900, 901])
+    assert taken is table[1] and cleared == [1]  # no similar slot: the least recently used one, forgotten
+    assert table[0].chat_id == "tab" and len(table[0].cached) == 70
+
+
+def test_a_short_common_start_is_not_worth_a_slot() -> None:
+    table, _ = table_of(2)
+    table[0].chat_id, table[0].cached = "a", list(range(MIN_SHARED_PREFIX - 1))
+    assert table.slot_for("b", list(range(MIN_SHARED_PREFIX - 1)) + [99]) is table[1]  # the free one
+    table[0].cached = list(range(MIN_SHARED_PREFIX))
+    assert table.slot_for("b", list(range(MIN_SHARED_PREFIX)) + [99]) is table[0]

@@ -10,21 +10,20 @@ its own Python code (`trust_remote_code` stays off), pickle-only weights
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-# Nothing here may reach a hub: set before huggingface_hub reads its settings,
-# so even a library asking for hub kernels gets "offline" instead of a download.
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
+import torch
 
-import torch  # noqa: E402
+from engine.protocol import ModelConfig
+from engine.runners.base import LoadCancelled, Progress, RunnerError
+from engine.runners.hf.progress import WEIGHTS_START, weights_progress
+from engine.runners.hf.quant import choose_attention, choose_device, choose_dtype, quantization_config
 
-from engine.protocol import ModelConfig  # noqa: E402
-from engine.runners.base import LoadCancelled, Progress, RunnerError  # noqa: E402
-from engine.runners.hf.progress import WEIGHTS_START, weights_progress  # noqa: E402
-from engine.runners.hf.quant import choose_attention, choose_device, choose_dtype, quantization_config  # noqa: E402
+# Nothing here reaches a hub: every from_pretrained gets local_files_only=True, and the
+# one import that would fetch (bitsandbytes' hub kernels) runs offline (quant.py). The
+# process itself stays online: HF_HUB_OFFLINE set here would silence the Get models dialog.
 
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl")
 

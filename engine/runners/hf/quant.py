@@ -10,7 +10,8 @@ from __future__ import annotations
 import importlib.util
 import logging
 import warnings
-from typing import Any
+from contextlib import contextmanager
+from typing import Any, Iterator
 
 import torch
 
@@ -120,7 +121,8 @@ def _probe_bitsandbytes(mode: str, device: torch.device, dtype: torch.dtype) -> 
     # kernels) is absent; Hearth never fetches kernels, so that is expected.
     logging.getLogger("bitsandbytes.backends.cpu.ops").setLevel(logging.ERROR)
     try:
-        import bitsandbytes as bnb
+        with _hub_out_of_reach():
+            import bitsandbytes as bnb
 
         layer = _tiny_layer(bnb, mode, dtype).to(device)
         with torch.inference_mode():
@@ -133,6 +135,24 @@ def _probe_bitsandbytes(mode: str, device: torch.device, dtype: torch.dtype) -> 
             f"{mode} quantization does not work on this {where} with bitsandbytes: {error}. "
             "Choose quantization none, or another mode."
         ) from error
+
+
+@contextmanager
+def _hub_out_of_reach() -> Iterator[None]:
+    """Importing bitsandbytes fetches "hub kernels" when the optional `kernels` package is there.
+
+    A model load never reaches a hub, so that import runs in huggingface_hub's
+    offline mode (its constant: the library reads HF_HUB_OFFLINE only when it is
+    imported); only the import, so the rest of the process can still reach the Hub.
+    """
+    from huggingface_hub import constants
+
+    saved = constants.HF_HUB_OFFLINE
+    constants.HF_HUB_OFFLINE = True
+    try:
+        yield
+    finally:
+        constants.HF_HUB_OFFLINE = saved
 
 
 def _tiny_layer(bnb: Any, mode: str, dtype: torch.dtype) -> Any:

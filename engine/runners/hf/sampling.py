@@ -27,8 +27,8 @@ class SlotSampler:
         """One token from a row of logits `[vocab]`; `recent` feeds the penalty."""
         logits = logits.float()
         params = self.params
-        if params.repeat_penalty != 1.0 and recent:
-            logits = _apply_repeat_penalty(logits, recent[-PENALTY_LAST_N:], params.repeat_penalty)
+        if recent and (params.repeat_penalty != 1.0 or params.frequency_penalty or params.presence_penalty):
+            logits = _apply_penalties(logits, recent[-PENALTY_LAST_N:], params)
         if params.greedy:
             return int(torch.argmax(logits).item())
         values, indices = _top_k(logits, params.top_k)
@@ -39,12 +39,21 @@ class SlotSampler:
         return int(indices[int(choice.item())].item())
 
 
-def _apply_repeat_penalty(logits: torch.Tensor, recent: Sequence[int], penalty: float) -> torch.Tensor:
-    ids = torch.tensor(sorted(set(recent)), dtype=torch.long, device=logits.device)
-    ids = ids[ids < logits.shape[-1]]
+def _apply_penalties(logits: torch.Tensor, recent: Sequence[int], params: SamplingParams) -> torch.Tensor:
+    """llama.cpp's penalties sampler: repeat divides (or multiplies) a used token's logit, then
+    frequency subtracts per use and presence once per token."""
+    counts: dict[int, int] = {}
+    for token in recent:
+        if token < logits.shape[-1]:
+            counts[token] = counts.get(token, 0) + 1
+    ids = torch.tensor(sorted(counts), dtype=torch.long, device=logits.device)
+    uses = torch.tensor([counts[token] for token in sorted(counts)], dtype=logits.dtype, device=logits.device)
     picked = logits[ids]
+    penalty = params.repeat_penalty
+    picked = torch.where(picked > 0, picked / penalty, picked * penalty)
+    picked = picked - uses * params.frequency_penalty - params.presence_penalty
     logits = logits.clone()
-    logits[ids] = torch.where(picked > 0, picked / penalty, picked * penalty)
+    logits[ids] = picked
     return logits
 
 

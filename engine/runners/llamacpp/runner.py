@@ -143,10 +143,9 @@ class LlamaCppRunner:
         if params.greedy:
             return [llama_cpp.llama_sampler_init_greedy()]
         parts = []
-        if params.repeat_penalty != 1.0:
-            parts.append(
-                llama_cpp.llama_sampler_init_penalties(self._n_vocab, PENALTY_LAST_N, params.repeat_penalty, 0.0, 0.0)
-            )
+        if params.repeat_penalty != 1.0 or params.frequency_penalty or params.presence_penalty:
+            parts.append(llama_cpp.llama_sampler_init_penalties(
+                self._n_vocab, PENALTY_LAST_N, params.repeat_penalty, params.frequency_penalty, params.presence_penalty))
         seed = llama_cpp.LLAMA_DEFAULT_SEED if params.seed is None else params.seed & 0xFFFFFFFF
         parts += [
             llama_cpp.llama_sampler_init_top_k(params.top_k),

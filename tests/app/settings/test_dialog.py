@@ -231,3 +231,33 @@ def test_a_load_error_is_shown_and_apply_can_retry(qtbot, make_dialog, settings:
     with qtbot.waitSignal(dialog.model_config_applied) as retried:
         dialog.apply()  # same settings: tried again because the last attempt failed
     assert retried.args[0].slots == 3 and dialog.models.error_label.text() == ""
+
+
+def test_the_local_api_is_off_by_default_and_another_address_needs_a_key(qtbot, make_dialog, settings: Settings) -> None:
+    from engine.server.options import ServerOptions
+
+    dialog = make_dialog(settings)
+    server = dialog.server
+    assert not server.enabled_check.isChecked() and server.host == "127.0.0.1" and not server.port_spin.isEnabled()
+    server.enabled_check.setChecked(True)
+    server.host_combo.setCurrentIndex(server.host_combo.findData("0.0.0.0"))
+    server.port_spin.setValue(9123)
+    with qtbot.assertNotEmitted(dialog.server_applied):
+        assert dialog.apply() is False
+    assert "set an API key" in server.problem_label.text()
+    assert Settings.load().get("server.enabled") is False  # nothing was saved
+    server.key_edit.setText("sekrit")
+    server.origins_edit.setText("http://localhost:3000, https://app.example")
+    with qtbot.waitSignal(dialog.server_applied) as applied:
+        assert dialog.apply() is True
+    assert applied.args[0] == ServerOptions(host="0.0.0.0", port=9123, api_key="sekrit",
+                                            cors_origins=("http://localhost:3000", "https://app.example"))
+    assert server.problem_label.text() == ""
+    with qtbot.assertNotEmitted(dialog.server_applied):
+        dialog.apply()  # unchanged: the server is not restarted
+    again = make_dialog(Settings.load())
+    assert (again.server.host, again.server.port_spin.value(), again.server.key_edit.text()) == ("0.0.0.0", 9123, "sekrit")
+    dialog.show_server_error("Port 9123 on 0.0.0.0 is already in use by another program.")
+    assert "already in use" in server.problem_label.text()
+    with qtbot.waitSignal(dialog.server_applied):
+        dialog.apply()  # the same options are tried again after a failure

@@ -28,6 +28,8 @@ DOCUMENTED_DEFAULTS = {
     "sampling.top_k": 40,
     "sampling.top_p": 0.95, "sampling.min_p": 0.05, "sampling.repeat_penalty": 1.1, "sampling.max_new_tokens": 512,
     "sampling.seed": -1, "chat.system_prompt": "You are a helpful assistant.",
+    "server.enabled": False, "server.host": "127.0.0.1", "server.port": 8642, "server.api_key": "",
+    "server.cors_origins": [],
 }
 README_ROWS = (
     "| Backend | auto |", "| Context length | 4096 |", "| Parallel chats (slots) | 4 |", "| Batch tokens | 512 |",
@@ -35,6 +37,8 @@ README_ROWS = (
     "| Quantization | none |", "| Device | auto |", "| Fast decode | auto |",
     "| Sampling | temperature 0.7, top-k 40, top-p 0.95, min-p 0.05, repeat penalty 1.1 |",
     "| Max new tokens | 512 |", "| Seed | random |", '| System prompt | "You are a helpful assistant." |',
+    "| Local API | off |", "| API address | 127.0.0.1 |", "| API port | 8642 |", "| API key | none |",
+    "| Allowed web origins | none |",
 )
 
 

@@ -12,6 +12,7 @@ def test_an_empty_chat_welcomes_and_the_welcome_gives_way_to_the_chat(qtbot, mak
     text = tab.welcome.text()
     assert "SmolLM2-135M-Instruct" in text and "small and fast" in text and "on the CPU" in text
     assert "Open GGUF file" in text and "Open Hugging Face model folder" in text
+    assert "Model > Get models… (Ctrl+Shift+G)" in text
     with qtbot.waitSignal(window.bridge.turn_finished, timeout=120_000):
         type_and_send(qtbot, tab, "Say hello.")
     assert not tab.welcome.isVisible()

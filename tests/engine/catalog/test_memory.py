@@ -123,8 +123,25 @@ def test_suggestions_beyond_context() -> None:
     # leaving one layer on the CPU frees it (100 MiB) and the output head with its logits (50 + 62.5 MiB)
     assert suggest(on_gpu, on_gpu.gpu_bytes - 150 * MiB).startswith("Put 3 of 4 layers on the GPU")
     assert suggest(on_gpu, on_gpu.gpu_bytes - 250 * MiB).startswith("Put 2 of 4 layers on the GPU")
-    hf = estimate(TOY_HF, ModelConfig(path="toy", backend="hf", context_length=256, slots=1))
+    billion = dataclasses.replace(TOY_HF, n_params=10**9, unquantized_params=10**8)  # weights outweigh the runtime
+    hf = estimate(billion, ModelConfig(path="toy", backend="hf", context_length=256, slots=1))
     assert suggest(hf, int(hf.total_bytes * 0.8)) == "Load it in 4-bit (NF4)."
+
+
+def test_hf_overhead_by_hand() -> None:
+    config = ModelConfig(path="toy", backend="hf", context_length=256, slots=2, device="cpu")
+    result = estimate(TOY_HF, config)
+    # runtime 42 MiB + 32,000-token tokenizer x 307 bytes; a 512-token step over 512 keys: 17 floats per
+    # embedding dimension per token, and the mask with three float copies per (token, key) pair
+    transient = 512 * 1024 * 4 * 17 + 512 * 512 * (1 + 3 * 4)
+    assert result.transient_bytes == transient
+    assert result.overhead_bytes == 42 * MiB + 32000 * 307 + transient
+    assert estimate(TOY_HF, dataclasses.replace(config, quantization="int8")).overhead_bytes == \
+        result.overhead_bytes + 20 * MiB  # bitsandbytes' own kernels and int8 state
+    on_gpu = estimate(TOY_HF, dataclasses.replace(config, device="cuda:0"))
+    tensors = on_gpu.weights_bytes + on_gpu.kv_cache_bytes
+    assert on_gpu.gpu_bytes == tensors + 512 * 1024 * 2 * 17 + 512 * 512 * 7 + 400 * MiB + int(0.1 * tensors)
+    assert "grow as the chats do" in result.kv_explanation() and "grow" not in on_gpu.kv_explanation()
 
 
 MEASURE = """

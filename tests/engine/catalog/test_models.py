@@ -163,8 +163,8 @@ def test_discovery_finds_default_models_folder_recent_and_hf_cache(tmp_path: Pat
     by_source = [(entry.source, Path(entry.path).name) for entry in entries]
     assert by_source == [("Bundled default", Path(default_model).name), ("Recently used", "elsewhere.gguf"),
                          ("Models folder", "broken.gguf"), ("Models folder", "tiny.gguf"),
-                         ("Models folder", "tiny-llama"), ("Hugging Face cache", "0123abcd"),
-                         ("Hugging Face cache", "tiny.Q8_0.gguf")]
+                         ("Models folder", "tiny-llama"), ("Downloaded", "0123abcd"),
+                         ("Downloaded", "tiny.Q8_0.gguf")]
     broken = entries[2]
     assert broken.description is None and "broken.gguf" in broken.error
     assert entries[-2].description is not None and entries[-2].description.name == "someone/tiny-cached"

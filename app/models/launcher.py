@@ -1,0 +1,69 @@
+"""What the window holds of Get models: the download manager, the status-bar indicator, the dialog.
+
+The window places `indicator` in its status bar, calls `open()` from the menu
+(and from Settings), and hears `model_config_chosen` when a verified download is
+to be loaded: "Use this model" makes it the settings' model first. The manager
+outlives the dialog, so a download goes on when the dialog closes.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QObject, Qt, Signal
+from PySide6.QtWidgets import QWidget
+
+from app.models.dialog import GetModelsDialog
+from app.models.downloads import DownloadManager, Downloaded
+from app.models.indicator import DownloadIndicator
+from app.settings.store import Settings, model_config
+from engine.protocol import ModelConfig
+
+
+class GetModels(QObject):
+    model_config_chosen = Signal(object)  # ModelConfig: the downloaded model, to load now
+    downloaded = Signal(object)  # Downloaded: a new model is in the cache (lists of models may refresh)
+
+    def __init__(self, window: QWidget, settings: Settings, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.window = window
+        self.settings = settings
+        self.downloads = DownloadManager(self)
+        self.indicator = DownloadIndicator(self.downloads)
+        self.dialog: GetModelsDialog | None = None
+        self._config = ModelConfig(path="")
+        self.indicator.clicked.connect(lambda: self.open(self._config))
+        self.downloads.finished.connect(self.downloaded.emit)
+
+    def open(self, config: ModelConfig) -> GetModelsDialog:
+        """Show the dialog (the one already open, if any) for the user's context and parallel chats."""
+        self._config = config
+        if self.dialog is not None:
+            self.dialog.raise_()
+            self.dialog.activateWindow()
+            return self.dialog
+        dialog = GetModelsDialog(self.downloads, config, self.window)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.model_chosen.connect(self._on_model_chosen)
+        dialog.finished.connect(self._on_dialog_finished)
+        self.dialog = dialog
+        dialog.show()
+        return dialog
+
+    def _on_model_chosen(self, path: str, backend: str, quantization: str) -> None:
+        self.settings.set("model.path", path)
+        self.settings.set("model.backend", backend)
+        self.settings.set("model.quantization", quantization)
+        self.settings.add_recent(path)
+        self.settings.save()
+        self.model_config_chosen.emit(model_config(self.settings))
+
+    def _on_dialog_finished(self, _result: int) -> None:
+        self.dialog = None
+
+    def shutdown(self) -> None:
+        """The window closes: a running download stops (what arrived is kept for next time)."""
+        if self.dialog is not None:
+            self.dialog.close()
+        self.downloads.shutdown()
+
+
+__all__ = ["Downloaded", "GetModels"]

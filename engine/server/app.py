@@ -1,0 +1,219 @@
+"""The Starlette app: /health, /v1/models, /v1/chat/completions, /v1/completions.
+
+Every answer that is not a success has OpenAI's error shape, including unknown
+paths, wrong methods and the server's own bugs (a 500 that leaves the server
+running). The Gate in front checks the Host header (a web page that rebinds
+its name to 127.0.0.1 is turned away), the Origin of browser requests (none
+allowed unless listed: CORS), and the API key.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+import time
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, AsyncIterator, Callable
+
+from starlette.applications import Starlette
+from starlette.datastructures import Headers
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from engine.protocol import ModelInfo, Submit
+from engine.server import schema
+from engine.server.errors import ApiError, error_body
+from engine.server.options import ServerOptions, is_loopback
+from engine.server.responses import Reply, model_list
+from engine.server.streams import TurnResponse, TurnStream
+from engine.server.turns import RETRY_AFTER_S, TurnDesk, new_chat_id
+
+log = logging.getLogger(__name__)
+PUBLIC_PATHS = ("/health",)
+DRAIN_LIMIT_BYTES = 64 * 2**20  # past this, a too-large body is not read to its end before the 413
+
+
+def model_id(info: ModelInfo) -> str:
+    """What clients put in `model`: the file's name without .gguf, or the folder's name."""
+    name = Path(info.path).name
+    return name[: -len(".gguf")] if name.lower().endswith(".gguf") else name or info.name
+
+
+class Gate:
+    """Host, Origin and API key, checked before any route runs."""
+
+    def __init__(self, app: ASGIApp, options: ServerOptions) -> None:
+        self.app, self.options = app, options
+        self._origins = {origin.rstrip("/") for origin in options.cors_origins}
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            error = self._refusal(scope, Headers(scope=scope))
+            if error is not None:
+                await error.response()(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+    def _refusal(self, scope: Scope, headers: Headers) -> ApiError | None:
+        host = _host_name(headers.get("host", ""))
+        if is_loopback(self.options.host) and host and not is_loopback(host):
+            return ApiError(403, f"This server answers requests to this computer only, not to {host!r}.")
+        origin = headers.get("origin")
+        if origin is not None and "*" not in self._origins and origin.rstrip("/") not in self._origins:
+            return ApiError(403, f"Web pages from {origin} may not use this server: add the origin to the "
+                            "allowed CORS origins.", code="origin_not_allowed")
+        if self.options.api_key and scope["path"] not in PUBLIC_PATHS and scope["method"] != "OPTIONS":
+            if not hmac.compare_digest(_key_given(headers).encode(), self.options.api_key.encode()):
+                return ApiError(401, "Missing or wrong API key: send it as 'Authorization: Bearer KEY' or "
+                                "'X-Api-Key: KEY'.", code="invalid_api_key")
+        return None
+
+
+def _host_name(header: str) -> str:
+    """The name in a Host header, without its port: "localhost:8642" -> "localhost", "[::1]:80" -> "[::1]"."""
+    if header.startswith("["):
+        return header.split("]", 1)[0] + "]"
+    return header.rsplit(":", 1)[0]
+
+
+def _key_given(headers: Headers) -> str:
+    authorization = headers.get("authorization", "")
+    if authorization.lower().startswith("bearer "):
+        return authorization[7:].strip()
+    return headers.get("x-api-key", "").strip()
+
+
+class Routes:
+    """The handlers, over one TurnDesk."""
+
+    def __init__(self, desk: TurnDesk, options: ServerOptions) -> None:
+        self.desk, self.options = desk, options
+        self.started = int(time.time())
+
+    async def health(self, request: Request) -> Response:
+        info = self.desk.host.model_info
+        if info is None:
+            loading = self.desk.host.loading
+            raise ApiError(503, "The model is loading." if loading else "No model is loaded.",
+                           code="model_loading" if loading else "model_not_loaded", retry_after_s=RETRY_AFTER_S)
+        return JSONResponse({"status": "ok", "model": model_id(info), "in_flight": self.desk.in_flight})
+
+    async def models(self, request: Request) -> Response:
+        info = self.desk.host.model_info
+        return JSONResponse(model_list(model_id(info) if info else None, self.started, info.path if info else ""))
+
+    async def chat(self, request: Request) -> Response:
+        body = schema.parse(schema.ChatRequest, await read_json(request, self.options.max_body_bytes))
+        schema.check_chat(body)
+        info = self._model(body.model)
+        submit = Submit(new_chat_id(), schema.chat_messages(body), schema.sampling(body, info.context_length))
+        return await self._answer(submit, Reply("chat", model_id(info)), body)
+
+    async def completion(self, request: Request) -> Response:
+        body = schema.parse(schema.CompletionRequest, await read_json(request, self.options.max_body_bytes))
+        schema.check_completion(body)
+        info = self._model(body.model)
+        submit = Submit(new_chat_id(), (), schema.sampling(body, info.context_length),
+                        prompt=schema.completion_prompt(body))
+        return await self._answer(submit, Reply("completion", model_id(info)), body)
+
+    def _model(self, requested: str | None) -> ModelInfo:
+        info = self.desk.host.model_info
+        if info is None:
+            loading = self.desk.host.loading
+            raise ApiError(503, "The model is still loading." if loading else "No model is loaded.",
+                           code="model_loading" if loading else "model_not_loaded", retry_after_s=RETRY_AFTER_S)
+        served = model_id(info)
+        if requested and requested not in (served, info.name, info.path, Path(info.path).name):
+            raise ApiError(404, f"The model {requested!r} does not exist here: this server has {served!r} loaded.",
+                           param="model", code="model_not_found")
+        return info
+
+    async def _answer(self, submit: Submit, reply: Reply, body: Any) -> Response:
+        turn = await self.desk.open(submit)
+        if body.stream:
+            usage = bool(body.stream_options and body.stream_options.include_usage)
+            return TurnStream(turn, self.desk, reply, usage)
+        return TurnResponse(turn, self.desk, reply)
+
+
+async def read_json(request: Request, limit: int) -> Any:
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        await _drain(request, int(declared))
+        raise _too_large(limit)
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > limit:
+            await _drain(request, DRAIN_LIMIT_BYTES)
+            raise _too_large(limit)
+    if not body:
+        raise ApiError(400, "The request has no body: send a JSON object.")
+    try:
+        return json.loads(body)
+    except (ValueError, UnicodeDecodeError) as error:
+        raise ApiError(400, f"The body is not valid JSON: {error}.") from None
+
+
+async def _drain(request: Request, size: int) -> None:
+    """Read a refused body to its end, so the client gets to read the 413 instead of a reset."""
+    if size > DRAIN_LIMIT_BYTES:
+        return
+    async for _ in request.stream():
+        pass
+
+
+def _too_large(limit: int) -> ApiError:
+    return ApiError(413, f"The request body is larger than {limit // 2**20} MiB.", code="body_too_large")
+
+
+# ---------------------------------------------------------------- errors
+
+
+async def _api_error(request: Request, error: Exception) -> Response:
+    assert isinstance(error, ApiError)
+    return error.response()
+
+
+async def _http_error(request: Request, error: Exception) -> Response:
+    assert isinstance(error, HTTPException)
+    message = {404: f"There is no {request.url.path} here; the API is under /v1.",
+               405: f"{request.method} is not allowed on {request.url.path}."}.get(error.status_code, str(error.detail))
+    return JSONResponse(error_body(error.status_code, message), status_code=error.status_code)
+
+
+async def _server_error(request: Request, error: Exception) -> Response:
+    log.exception("the API failed on %s %s", request.method, request.url.path, exc_info=error)
+    return JSONResponse(error_body(500, f"The server failed on this request: {error}"), status_code=500)
+
+
+def build_app(desk: TurnDesk, options: ServerOptions, on_startup: Callable[[], None] | None = None) -> Starlette:
+    routes = Routes(desk, options)
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        if on_startup is not None:
+            on_startup()
+        yield
+
+    middleware = [Middleware(Gate, options=options)]
+    if options.cors_origins:  # outermost: a browser's preflight is answered before the key is asked
+        middleware.insert(0, Middleware(CORSMiddleware, allow_origins=list(options.cors_origins),
+                                        allow_methods=["GET", "POST", "OPTIONS"],
+                                        allow_headers=["Authorization", "Content-Type", "X-Api-Key"]))
+    return Starlette(
+        routes=[Route("/health", routes.health, methods=["GET"]),
+                Route("/v1/models", routes.models, methods=["GET"]),
+                Route("/v1/chat/completions", routes.chat, methods=["POST"]),
+                Route("/v1/completions", routes.completion, methods=["POST"])],
+        middleware=middleware,
+        exception_handlers={ApiError: _api_error, HTTPException: _http_error, Exception: _server_error},
+        lifespan=lifespan)

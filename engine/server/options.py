@@ -1,0 +1,53 @@
+"""What the API server is told: where to listen, the key, the origins, its limits."""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass
+
+LOOPBACK_NAMES = ("localhost",)
+DEFAULT_PORT = 8642
+API_CHAT_PREFIX = "api-"  # the chat ids of API requests (a tab's id is bare hex): the gauge names them so
+
+
+class ServerOptionsError(ValueError):
+    """Options that must not be used as given; the message says what to change."""
+
+
+def is_loopback(host: str) -> bool:
+    if host.lower() in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+@dataclass(frozen=True)
+class ServerOptions:
+    host: str = "127.0.0.1"
+    port: int = DEFAULT_PORT  # 0: any free port (tests)
+    api_key: str = ""  # empty: no key asked (only on this computer's loopback address)
+    cors_origins: tuple[str, ...] = ()  # browser origins allowed to call the API; none by default
+    max_body_bytes: int = 4 * 2**20
+    max_waiting: int = 16  # requests queued beyond the engine's slots before 503
+    graceful_shutdown_s: float = 5.0
+
+    def check(self) -> None:
+        """Raise ServerOptionsError for a combination that would be unsafe or cannot work."""
+        if not self.host.strip():
+            raise ServerOptionsError("The server needs a host address to listen on, such as 127.0.0.1.")
+        if not 0 <= self.port <= 65535:
+            raise ServerOptionsError(f"Port {self.port} is not a TCP port (0 to 65535).")
+        if not is_loopback(self.host) and not self.api_key:
+            raise ServerOptionsError(
+                f"Listening on {self.host} lets other computers use the model: set an API key first "
+                "(or listen on 127.0.0.1, this computer only).")
+        if any(origin.strip() == "*" for origin in self.cors_origins) and not self.api_key:
+            raise ServerOptionsError("Allowing every web page (*) to call the API needs an API key.")
+
+    def url(self, port: int | None = None) -> str:
+        host = self.host if ":" not in self.host or self.host.startswith("[") else f"[{self.host}]"
+        if host in ("0.0.0.0", "[::]"):
+            host = "127.0.0.1" if host == "0.0.0.0" else "[::1]"  # where a client on this computer reaches it
+        return f"http://{host}:{self.port if port is None else port}/v1"

@@ -1,0 +1,187 @@
+"""Requests, checked: OpenAI's fields onto the engine's Submit, and a clear 400 for what would change the answer.
+
+Pydantic checks the types (strictly: "0.5" is not a number); what the engine
+cannot do (n > 1, logprobs, tools, JSON mode, logit_bias, echo...) is refused
+here with the field named, never silently ignored. Fields that change nothing
+(user, store, metadata...) and fields we do not know are ignored.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from engine.protocol import ChatMessage, SamplingParams
+from engine.server.errors import ApiError
+
+MAX_STOP_STRINGS = 16
+Role = Literal["system", "developer", "user", "assistant", "tool", "function"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(strict=True, extra="allow")
+
+
+class TextPart(_Strict):
+    type: str
+    text: str | None = None
+
+
+class Message(_Strict):
+    role: Role
+    content: Union[str, list[TextPart], None] = None
+    tool_calls: list[Any] | None = None
+
+
+class StreamOptions(_Strict):
+    include_usage: bool = False
+
+
+class ResponseFormat(_Strict):
+    type: str = "text"
+
+
+class _Common(_Strict):
+    """The sampling fields chat and plain completions share."""
+
+    model: str | None = None
+    max_tokens: int | None = Field(default=None, ge=1)
+    temperature: float | None = Field(default=None, ge=0.0, le=2.0)
+    top_p: float | None = Field(default=None, ge=0.0, le=1.0)
+    top_k: int | None = Field(default=None, ge=0)
+    min_p: float | None = Field(default=None, ge=0.0, le=1.0)
+    repeat_penalty: float | None = Field(default=None, gt=0.0, le=10.0)
+    presence_penalty: float | None = Field(default=None, ge=-2.0, le=2.0)
+    frequency_penalty: float | None = Field(default=None, ge=-2.0, le=2.0)
+    seed: int | None = None
+    stop: Union[str, list[str], None] = None
+    stream: bool = False
+    stream_options: StreamOptions | None = None
+    n: int = Field(default=1, ge=1)
+    logit_bias: dict[str, Any] | None = None
+    ignore_eos: bool = False  # llama-server's extension: run to max_tokens (benchmarks)
+
+
+class ChatRequest(_Common):
+    messages: list[Message] = Field(min_length=1)
+    max_completion_tokens: int | None = Field(default=None, ge=1)
+    logprobs: bool | None = None
+    top_logprobs: int | None = None
+    tools: list[Any] | None = None
+    tool_choice: Any = None
+    functions: list[Any] | None = None
+    function_call: Any = None
+    response_format: ResponseFormat | None = None
+    modalities: list[str] | None = None
+    audio: Any = None
+    prediction: Any = None
+
+
+class CompletionRequest(_Common):
+    prompt: Union[str, list[str]]
+    echo: bool = False
+    suffix: str | None = None
+    best_of: int | None = None
+    logprobs: int | None = None
+
+
+def parse(model: type[_Strict], body: Any) -> Any:
+    """The request as `model`, or a 400 naming the first field that is wrong."""
+    if not isinstance(body, dict):
+        raise ApiError(400, "The request body must be a JSON object.")
+    try:
+        return model.model_validate(body)
+    except ValidationError as error:
+        first = error.errors()[0]
+        param = _param_name(first.get("loc", ()))
+        raise ApiError(400, f"Invalid value for '{param}': {first.get('msg', 'not valid')}.", param=param) from None
+
+
+def _param_name(location: tuple[Any, ...]) -> str:
+    parts: list[str] = []
+    for item in location:
+        if isinstance(item, int):
+            parts[-1:] = [f"{parts[-1]}[{item}]"] if parts else [f"[{item}]"]
+        elif item not in ("str", "list[TextPart]", "list[str]", "none", "function-after"):
+            parts.append(str(item))
+    return ".".join(parts) or "body"
+
+
+def _refuse(param: str, what: str) -> ApiError:
+    return ApiError(400, f"'{param}': {what} is not supported by this server.", param=param, code="unsupported_parameter")
+
+
+def check_common(request: _Common) -> None:
+    if request.n != 1:
+        raise _refuse("n", "more than one choice per request")
+    if request.logit_bias:
+        raise _refuse("logit_bias", "logit bias")
+    stops = [request.stop] if isinstance(request.stop, str) else request.stop or []
+    if len(stops) > MAX_STOP_STRINGS:
+        raise ApiError(400, f"'stop' takes at most {MAX_STOP_STRINGS} strings.", param="stop")
+
+
+def check_chat(request: ChatRequest) -> None:
+    check_common(request)
+    if request.logprobs or request.top_logprobs:
+        raise _refuse("logprobs", "returning log probabilities")
+    for name in ("tools", "tool_choice", "functions", "function_call", "audio", "prediction"):
+        if getattr(request, name) not in (None, [], "none"):
+            raise _refuse(name, name.replace("_", " "))
+    if request.response_format is not None and request.response_format.type != "text":
+        raise _refuse("response_format", f"response format {request.response_format.type!r}")
+    if request.modalities and request.modalities != ["text"]:
+        raise _refuse("modalities", "output other than text")
+
+
+def check_completion(request: CompletionRequest) -> None:
+    check_common(request)
+    if isinstance(request.prompt, list) and len(request.prompt) != 1:
+        raise _refuse("prompt", "a batch of several prompts (send one request each)")
+    if request.echo:
+        raise _refuse("echo", "echoing the prompt")
+    if request.suffix:
+        raise _refuse("suffix", "a suffix (fill in the middle)")
+    if request.best_of not in (None, 1):
+        raise _refuse("best_of", "best_of")
+    if request.logprobs:
+        raise _refuse("logprobs", "returning log probabilities")
+
+
+def chat_messages(request: ChatRequest) -> tuple[ChatMessage, ...]:
+    messages = []
+    for index, message in enumerate(request.messages):
+        param = f"messages[{index}]"
+        if message.role in ("tool", "function") or message.tool_calls:
+            raise _refuse(f"{param}.role", "a tool message (tools)")
+        role = "system" if message.role == "developer" else message.role
+        messages.append(ChatMessage(role, _text(message.content, f"{param}.content")))  # type: ignore[arg-type]
+    return tuple(messages)
+
+
+def _text(content: str | list[TextPart] | None, param: str) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    texts = []
+    for part in content:
+        if part.type != "text" or part.text is None:
+            raise _refuse(param, f"a content part of type {part.type!r} (this model reads text)")
+        texts.append(part.text)
+    return "".join(texts)
+
+
+def completion_prompt(request: CompletionRequest) -> str:
+    return request.prompt if isinstance(request.prompt, str) else request.prompt[0]
+
+
+def sampling(request: _Common, context_length: int) -> SamplingParams:
+    """The engine's defaults, overridden by what the request gives; no max_tokens: until the context is full."""
+    limit = getattr(request, "max_completion_tokens", None) or request.max_tokens or context_length
+    stops = (request.stop,) if isinstance(request.stop, str) else tuple(request.stop or ())
+    given: dict[str, Any] = {name: getattr(request, name) for name in (
+        "temperature", "top_p", "top_k", "min_p", "repeat_penalty", "presence_penalty", "frequency_penalty", "seed")}
+    return SamplingParams(**{k: v for k, v in given.items() if v is not None},
+                          max_new_tokens=limit, stop=tuple(s for s in stops if s), ignore_eos=request.ignore_eos)

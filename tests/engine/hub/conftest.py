@@ -1,0 +1,3 @@
+"""The stand-in Hub's fixtures (tests/engine/hub/fixtures.py) for the tests here."""
+
+from tests.engine.hub.fixtures import gguf_repo_files, hub, hub_env  # noqa: F401

@@ -1,0 +1,47 @@
+"""The Makefile's install logic, read with `make -n` (nothing runs): the whole app by default, the CPU
+torch pinned before anything can pull torch on the test path only, and a quick second run."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="needs GNU make")
+
+
+def plan(target: str, venv: Path, *variables: str) -> list[str]:
+    run = subprocess.run(["make", "-n", target, f"VENV={venv}", *variables], cwd=ROOT, capture_output=True,
+                         text=True, timeout=60, check=True)
+    return run.stdout.splitlines()
+
+
+def test_a_fresh_make_test_pins_torch_before_the_hf_extra(tmp_path: Path) -> None:
+    lines = plan("test", tmp_path / "venv")
+    pin = next(i for i, line in enumerate(lines) if '"torch==2.13.0"' in line)
+    full = next(i for i, line in enumerate(lines) if '-e ".[gguf,hf,default-model,gpu]"' in line)
+    llama = next(i for i, line in enumerate(lines) if "pip-install-llama.sh" in line)
+    assert pin < llama < full and "import torch" in lines[pin]  # a torch already there is kept
+    assert lines[-1].endswith("-m pytest -q -p no:cacheprovider")
+
+
+def test_make_run_installs_the_whole_app_without_a_torch_pin(tmp_path: Path) -> None:
+    lines = plan("run", tmp_path / "venv")
+    assert any('-e ".[gguf,hf,default-model,gpu]"' in line for line in lines)
+    assert not any("torch==" in line for line in lines)  # users get the plain requirement
+    light = plan("run", tmp_path / "venv", "EXTRAS=gguf,default-model")
+    assert any('-e ".[gguf,default-model]"' in line for line in light)
+
+
+def test_a_second_make_run_only_starts_the_app(tmp_path: Path) -> None:
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin" / "python").symlink_to(shutil.which("python3") or "/usr/bin/python3")
+    stamp = venv / ".installed-gguf-hf-default-model-gpu"
+    stamp.touch()
+    lines = plan("run", venv)
+    assert not any("pip" in line for line in lines) and lines[-1].endswith("-m app")
+    assert any("pip install" in line for line in plan("run", venv, "EXTRAS=gguf,default-model"))  # other extras
