@@ -62,3 +62,16 @@ $(VENV)/.test-installed: $(STAMP)
 
 clean-venv:
 	rm -rf $(VENV)
+
+# The GPU check (engine/gpucheck, README "GPU check"): prepare on this machine (PyPI reachable), run on a
+# GPU machine with python3 and its own torch (no venv there, no network), dry-run here on the CPU.
+GPU_PART ?= all
+.PHONY: gpu-check gpu-check-prepare gpu-check-dry
+gpu-check:
+	PYTHONUNBUFFERED=1 python3 -m engine.gpucheck --part $(GPU_PART)
+
+gpu-check-prepare: $(VENV)/.run-installed
+	$(PY) -m engine.gpucheck --prepare
+
+gpu-check-dry: $(VENV)/.test-installed
+	$(PY) -m engine.gpucheck --dry-run

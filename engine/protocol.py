@@ -58,6 +58,8 @@ class ModelConfig:
     dtype: Literal["auto", "bfloat16", "float16", "float32"] = "auto"
     device: str = "auto"  # "auto", "cpu", "cuda", "cuda:N"
     gguf_file: str | None = None  # hf backend loading a GGUF file, dequantized
+    # decode steps replayed from CUDA graphs over a static cache: auto = on a GPU when faster and correct at load
+    fast_decode: Literal["auto", "on", "off"] = "auto"
 
 
 @dataclass(frozen=True)
@@ -79,6 +81,7 @@ class ModelInfo:
     n_params: int = 0
     has_chat_template: bool = True
     notes: tuple[str, ...] = ()  # warnings a user should see, e.g. layers left on the CPU
+    decode: str = ""  # how decode steps run where the backend has a choice: "CUDA graphs, batches of 1/2/4" ...
 
 
 # ---------------------------------------------------------------- commands

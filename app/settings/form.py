@@ -51,9 +51,13 @@ class SettingsForm(QWidget):
                                   ("4-bit NF4", "nf4"), ("4-bit FP4", "fp4")])
         self.double_quant_check = QCheckBox("double quantization")
         self.dtype_combo = combo([(name, name) for name in ("auto", "bfloat16", "float16", "float32")])
+        self.fast_decode_combo = combo([("auto", "auto"), ("on", "on"), ("off", "off")])
+        self.fast_decode_combo.setToolTip("On a GPU, decode steps replayed from CUDA graphs over a static KV cache. "
+                                          "auto: only when a check at load finds them faster and correct.")
         self.backend_form = _rows(group, (("Backend", self.backend_combo), ("File type", self.file_type_label),
                                           ("KV cache type", self.kv_type_combo), ("Quantization", self.quant_combo),
-                                          ("", self.double_quant_check), ("Compute dtype", self.dtype_combo)))
+                                          ("", self.double_quant_check), ("Compute dtype", self.dtype_combo),
+                                          ("Fast decode", self.fast_decode_combo)))
         return group
 
     def _build_device_group(self) -> QGroupBox:
@@ -120,7 +124,8 @@ class SettingsForm(QWidget):
     def _on_backend_changed(self) -> None:
         gguf = self.backend_combo.currentData() == "llamacpp"
         for widget, visible in ((self.file_type_label, gguf), (self.kv_type_combo, gguf), (self.quant_combo, not gguf),
-                                (self.double_quant_check, not gguf), (self.dtype_combo, not gguf)):
+                                (self.double_quant_check, not gguf), (self.dtype_combo, not gguf),
+                                (self.fast_decode_combo, not gguf)):
             self.backend_form.setRowVisible(widget, visible)
         self.device_form.setRowVisible(self.gpu_layers_spin, gguf)
 
@@ -191,7 +196,7 @@ class SettingsForm(QWidget):
     def _choices(self) -> list[tuple[QComboBox, str]]:
         return [(self.kv_type_combo, "model.kv_cache_type"), (self.quant_combo, "model.quantization"),
                 (self.dtype_combo, "model.dtype"), (self.device_combo, "model.device"),
-                (self.flash_combo, "model.flash_attention")]
+                (self.flash_combo, "model.flash_attention"), (self.fast_decode_combo, "model.fast_decode")]
 
     def _spins(self) -> list[tuple[QSpinBox | QDoubleSpinBox, str]]:
         return [(self.gpu_layers_spin, "model.gpu_layers"), (self.threads_spin, "model.threads"),

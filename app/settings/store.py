@@ -58,6 +58,8 @@ SETTINGS: tuple[Setting, ...] = (
     _model("double_quant", bool, "4-bit: quantize the quantization constants too."),
     _model("dtype", str, "Compute dtype (transformers).", ("auto", "bfloat16", "float16", "float32")),
     _model("device", str, "auto, cpu, or cuda:N."),
+    _model("fast_decode", str, "transformers on a GPU: decode steps from CUDA graphs; auto: when faster at load.",
+           ("auto", "on", "off")),
     Setting("model.recent", list, [], "Models loaded before, newest first."),
     _sampling("temperature", float, "Randomness; 0 picks the most likely token."),
     _sampling("top_k", int, "Sample among the k most likely tokens; 0: all."),

@@ -189,6 +189,8 @@ class GaugeWidget(QFrame):
             ("Model", html.escape(self._model_summary())),
             ("Context", f"{self.model.context_length} tokens per chat"),
         ]
+        if self.model.decode:
+            rows.append(("Decode", html.escape(self.model.decode)))
         if not self.model.has_chat_template:
             rows.append(("Chat template", "<br>".join(html.escape(line) for line in NO_CHAT_TEMPLATE)))
         rows += [("Note", html.escape(note)) for note in self.model.notes]

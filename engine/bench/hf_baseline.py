@@ -2,7 +2,8 @@
 
 `generate_tokens_per_second`: `model.generate`, one request at a time, greedy,
 every request forced to `max_new_tokens` (min_new_tokens), the default dynamic
-cache. `generate_batch_tokens_per_second`: `model.generate_batch` (transformers'
+cache (or `cache_implementation="static"`, which transformers compiles on a
+GPU). `generate_batch_tokens_per_second`: `model.generate_batch` (transformers'
 continuous batching, paged attention) over all requests at once, with its KV
 pool sized to the requests instead of the default ~90% of free GPU memory.
 Both warm up with one full call first: a GPU's first call is several times slower.
@@ -35,8 +36,11 @@ def _synchronize(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def _generate_one(model: Any, prompt: Sequence[int], max_new_tokens: int, pad_token_id: int) -> int:
+def _generate_one(
+    model: Any, prompt: Sequence[int], max_new_tokens: int, pad_token_id: int, cache: str | None = None
+) -> int:
     ids = torch.tensor([list(prompt)], dtype=torch.long, device=model.device)
+    extra = {"cache_implementation": cache} if cache else {}
     out = model.generate(
         ids,
         attention_mask=torch.ones_like(ids),
@@ -44,22 +48,23 @@ def _generate_one(model: Any, prompt: Sequence[int], max_new_tokens: int, pad_to
         min_new_tokens=max_new_tokens,
         do_sample=False,
         pad_token_id=pad_token_id,
+        **extra,
     )
     return int(out.shape[1] - ids.shape[1])
 
 
 def generate_tokens_per_second(
-    model: Any, prompts: Sequence[Sequence[int]], max_new_tokens: int, warmup: bool = True
+    model: Any, prompts: Sequence[Sequence[int]], max_new_tokens: int, warmup: bool = True, cache: str | None = None
 ) -> BaselineResult:
     """Single-request `generate` speed, summed over the prompts run one after another."""
     pad = _pad_token_id(model)
     with torch.inference_mode():
         if warmup:
-            _generate_one(model, prompts[0], max_new_tokens, pad)
+            _generate_one(model, prompts[0], max_new_tokens, pad, cache)
         _synchronize(model.device)
         start, generated = time.perf_counter(), 0
         for prompt in prompts:
-            generated += _generate_one(model, prompt, max_new_tokens, pad)
+            generated += _generate_one(model, prompt, max_new_tokens, pad, cache)
         _synchronize(model.device)
     seconds = time.perf_counter() - start
     return BaselineResult(generated / seconds, generated, seconds)
@@ -74,14 +79,17 @@ def generate_batch_tokens_per_second(
 
     inputs = [list(p) for p in prompts]
     pages = sum(-(-(len(p) + max_new_tokens) // PAGE_SIZE) for p in inputs) + len(inputs)
-    batching = ContinuousBatchingConfig(page_size=PAGE_SIZE, num_blocks=pages)
+    sizes: dict[str, Any] = {_page_size_name(ContinuousBatchingConfig): PAGE_SIZE, "num_blocks": pages}
+    batching = ContinuousBatchingConfig(**sizes)
     generation = GenerationConfig(
         max_new_tokens=max_new_tokens,
         do_sample=False,
         pad_token_id=_pad_token_id(model),
         eos_token_id=_eos_token_id(model),
     )
-    with torch.inference_mode():
+    # no inference_mode here: transformers 5.17 updates its cache tensors from a thread of its own,
+    # which may not touch inference tensors made on this one (it sets up no_grad itself)
+    with torch.no_grad():
         if warmup:
             model.generate_batch(inputs=inputs, generation_config=generation, continuous_batching_config=batching)
         _synchronize(model.device)
@@ -91,6 +99,13 @@ def generate_batch_tokens_per_second(
     seconds = time.perf_counter() - start
     generated = sum(len(output.generated_tokens) for output in outputs.values())
     return BaselineResult(generated / seconds, generated, seconds)
+
+
+def _page_size_name(config_class: Any) -> str:
+    """transformers 5.24 calls a KV page `page_size`; 5.17 (the GPU machine's) `block_size`."""
+    import inspect
+
+    return "page_size" if "page_size" in inspect.signature(config_class).parameters else "block_size"
 
 
 def _pad_token_id(model: Any) -> int:

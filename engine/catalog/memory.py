@@ -156,7 +156,9 @@ def _estimate_hf(model: ModelDescription, config: ModelConfig, on_gpu: bool) -> 
         quantized = model.n_params - model.unquantized_params
         weights = int(quantized * per_param) + model.unquantized_params * dtype_bytes
     cells = config.context_length * config.slots
-    kv = kv_cache_bytes(model, cells, dtype_bytes)
+    # the fast decode keeps one spare slot row for the padding of fixed-size steps (engine/runners/hf/decode.py)
+    rows = config.slots + int(config.fast_decode == "on" or (config.fast_decode == "auto" and on_gpu))
+    kv = kv_cache_bytes(model, config.context_length * rows, dtype_bytes)
     runtime, transient, gpu_extra = _hf_overhead(model, config, cells, dtype_bytes, weights + kv, on_gpu)
     gpu = weights + kv + transient + gpu_extra if on_gpu else 0
     return Estimate(weights, kv, runtime + transient + gpu_extra, gpu, cells, False, on_gpu,

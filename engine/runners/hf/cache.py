@@ -173,7 +173,7 @@ class SlotLayer(CacheLayerMixin):
 
     def lazy_initialization(self, key_states: torch.Tensor, value_states: torch.Tensor) -> None:
         heads, dim = key_states.shape[1], key_states.shape[3]
-        shape = (self.owner.slots, self.owner.initial_capacity, heads)
+        shape = (self.owner.rows, self.owner.initial_capacity, heads)
         self.keys = torch.zeros(*shape, dim, dtype=key_states.dtype, device=key_states.device)
         self.values = torch.zeros(*shape, value_states.shape[3], dtype=value_states.dtype, device=value_states.device)
         self.is_initialized = True
@@ -238,8 +238,9 @@ def _extend(tensor: torch.Tensor, capacity: int) -> torch.Tensor:
 class SlotCache(Cache):
     """The model's `Cache`: one `SlotLayer` per decoder layer, one plan per step."""
 
-    def __init__(self, num_layers: int, slots: int, max_capacity: int, preallocate: bool) -> None:
+    def __init__(self, num_layers: int, slots: int, max_capacity: int, preallocate: bool, spare_rows: int = 0) -> None:
         self.slots = slots
+        self.rows = slots + spare_rows  # a spare row takes the padding of fixed-size decode steps (decode.py)
         self.max_capacity = max_capacity
         # A GPU gets the whole budget at once (memory is known at load, not at
         # the 40th message); the CPU grows as chats get longer.

@@ -25,6 +25,7 @@ from engine.detokenizer import OffsetDetokenizer
 from engine.protocol import ChatMessage, ModelConfig, ModelInfo, SamplingParams
 from engine.runners.base import CacheFull, Progress, RunnerError, SlotWork
 from engine.runners.hf.cache import SlotCache, StepPlan, build_plan, uses_varlen
+from engine.runners.hf.decode import StaticDecoder, choose_decode, is_decode_step
 from engine.runners.hf.load import Loaded, load
 from engine.runners.hf.quant import attention_label
 from engine.runners.hf.sampling import SlotSampler
@@ -52,9 +53,15 @@ class HfRunner:
         self.context_length = self._usable_context(config.context_length, text_config, notes)
         self.slots = config.slots
         self.batch_tokens = config.batch_tokens
+        self._fast_decode = config.fast_decode
+        static = config.fast_decode == "on" or (config.fast_decode == "auto" and self.device.type == "cuda")
+        static = static and not self._varlen  # flash-attn reads cu_seqlens, not the static step's mask
         self._cache = SlotCache(
-            text_config.num_hidden_layers, self.slots, self.context_length, preallocate=self.device.type == "cuda"
+            text_config.num_hidden_layers, self.slots, self.context_length,
+            preallocate=self.device.type == "cuda" or static, spare_rows=1 if static else 0,
         )
+        self._decoder: StaticDecoder | None = None  # chosen after the warm-up step (_warm_up)
+        self._decode_label = "eager"
         self._history: list[list[int]] = [[] for _ in range(self.slots)]  # the tokens each slot caches
         self._samplers = [SlotSampler(GREEDY) for _ in range(self.slots)]
         self.end_markers = end_markers(chat_template(self.tokenizer))
@@ -102,8 +109,24 @@ class HfRunner:
         """One real step: allocates the cache and proves the model runs before a chat needs it."""
         token = self.tokenize("Hi")[-1]
         self.forward([SlotWork(slot=0, tokens=[token], start_pos=0, sample=True)])
+        if self._cache.rows > self.slots:  # the storage exists now; see engine/runners/hf/decode.py
+            decoder = StaticDecoder(self._cache, self._call_decode, additive_mask=self._attention == "eager")
+            with torch.inference_mode():
+                self._decoder, self._decode_label = choose_decode(
+                    decoder, self._fast_decode, token, self._packed_decode_logits)
         self.clear_slot(0)
         self.info = self._describe_update()
+
+    def _call_decode(self, ids: torch.Tensor, positions: torch.Tensor, mask: torch.Tensor, cache: Any) -> torch.Tensor:
+        kwargs: dict[str, Any] = {self._cache_kwarg: cache, "use_cache": True, "position_ids": positions,
+                                  "attention_mask": mask}
+        if self._keeps_logits:
+            kwargs["logits_to_keep"] = 1
+        return self.model(input_ids=ids, **kwargs).logits[:, -1]
+
+    def _packed_decode_logits(self, token: int, position: int) -> torch.Tensor:
+        """Today's packed step for one token of slot 0: what the decode graphs are checked against."""
+        return self._packed_logits([SlotWork(0, [token], position, True)])[0][0]
 
     def _describe(self, config: ModelConfig, loaded: Loaded, notes: list[str]) -> ModelInfo:
         device = str(self.device)
@@ -131,7 +154,7 @@ class HfRunner:
         )
 
     def _describe_update(self) -> ModelInfo:
-        return replace(self.info, kv_cache_bytes=self.kv_cache_bytes())
+        return replace(self.info, kv_cache_bytes=self.kv_cache_bytes(), decode=self._decode_label)
 
     # ------------------------------------------------------------ text
 
@@ -174,29 +197,46 @@ class HfRunner:
         if not work:
             return {}
         self._validate(work)
-        plan = build_plan(work, self.device, self._varlen)
-        self._cache.plan = plan
         try:
             with torch.inference_mode():
-                logits = self._run(plan)
+                logits, sampled_slots = self._step_logits(work)
         except torch.cuda.OutOfMemoryError as error:
             raise RunnerError(
-                f"the GPU ran out of memory in a step of {plan.query_length} tokens; "
+                f"the GPU ran out of memory in a step of {sum(len(item.tokens) for item in work)} tokens; "
                 "lower the batch tokens or the number of chats in Settings"
             ) from error
         except (RuntimeError, ValueError, IndexError) as error:
             # Only the chats in this step fail; the engine and the other tabs go on.
             raise RunnerError(f"the model failed in this step: {error}") from error
-        finally:
-            self._cache.plan = None
         for item in work:
             history = self._history[item.slot]
             del history[item.start_pos :]
             history.extend(item.tokens)
-        return {
-            slot: self._samplers[slot].sample(logits[row], self._history[slot])
-            for row, slot in enumerate(plan.sampled_slots)
-        }
+        return self._sample(logits, sampled_slots)
+
+    def _step_logits(self, work: Sequence[SlotWork]) -> tuple[torch.Tensor, list[int]]:
+        """One row of logits per sampled slot: a decode step from the static cache where it can, else packed."""
+        decoder = self._decoder
+        if decoder is not None and is_decode_step(work) and decoder.bucket_for(len(work)) is not None:
+            slots = [item.slot for item in work]
+            return decoder.step(slots, [item.tokens[0] for item in work], [item.start_pos for item in work]), slots
+        return self._packed_logits(work)
+
+    def _packed_logits(self, work: Sequence[SlotWork]) -> tuple[torch.Tensor, list[int]]:
+        plan = build_plan(work, self.device, self._varlen)
+        self._cache.plan = plan
+        try:
+            return self._run(plan), plan.sampled_slots
+        finally:
+            self._cache.plan = None
+
+    def _sample(self, logits: torch.Tensor, slots: list[int]) -> dict[int, int]:
+        samplers = [self._samplers[slot] for slot in slots]
+        if all(s.params.greedy and s.params.repeat_penalty == 1.0 for s in samplers):
+            # one argmax and one copy to the host for all chats, not one per chat
+            return dict(zip(slots, (int(t) for t in logits.float().argmax(dim=-1).tolist())))
+        return {slot: sampler.sample(logits[row], self._history[slot]) for row, (slot, sampler)
+                in enumerate(zip(slots, samplers))}
 
     def _validate(self, work: Sequence[SlotWork]) -> None:
         if len({item.slot for item in work}) != len(work):
@@ -243,6 +283,9 @@ class HfRunner:
         return [float(x) for x in picked[:, 0].tolist()]
 
     def close(self) -> None:
+        if self._decoder is not None:
+            self._decoder.drop_graphs()  # their memory pool goes with them
+        self._decoder = None
         self.model = None
         self._cache = SlotCache(0, self.slots, self.context_length, preallocate=False)
         self._loaded.model = None

@@ -103,7 +103,7 @@ def placement(config: ModelConfig, logged: list[str]) -> tuple[str, bool, tuple[
         return "cpu", False, (
             "This llama.cpp build runs on the CPU only, so the GPU layers setting has no effect. "
             "To use an NVIDIA GPU, reinstall llama-cpp-python with CMAKE_ARGS=\"-DGGML_CUDA=on\" "
-            "(it needs the CUDA toolkit).",
+            "(it needs the CUDA toolkit; with a CUDA 13 driver, packaging/pip-install-llama.sh takes it from PyPI).",
         )
     offloaded, total = _offloaded_layers(logged)
     if offloaded == 0:

@@ -24,7 +24,8 @@ DOCUMENTED_DEFAULTS = {
     "model.path": "", "model.backend": "auto", "model.context_length": 4096, "model.slots": 4,
     "model.batch_tokens": 512, "model.threads": 0, "model.gpu_layers": -1, "model.flash_attention": "auto",
     "model.kv_cache_type": "f16", "model.quantization": "none", "model.double_quant": False, "model.dtype": "auto",
-    "model.device": "auto", "model.recent": [], "sampling.temperature": 0.7, "sampling.top_k": 40,
+    "model.device": "auto", "model.fast_decode": "auto", "model.recent": [], "sampling.temperature": 0.7,
+    "sampling.top_k": 40,
     "sampling.top_p": 0.95, "sampling.min_p": 0.05, "sampling.repeat_penalty": 1.1, "sampling.max_new_tokens": 512,
     "sampling.seed": -1, "chat.system_prompt": "You are a helpful assistant.",
     "server.enabled": False, "server.host": "127.0.0.1", "server.port": 8642, "server.api_key": "",
@@ -33,7 +34,7 @@ DOCUMENTED_DEFAULTS = {
 README_ROWS = (
     "| Backend | auto |", "| Context length | 4096 |", "| Parallel chats (slots) | 4 |", "| Batch tokens | 512 |",
     "| CPU threads | library's choice |", "| GPU layers | all |", "| Flash attention | auto |", "| KV cache type | f16 |",
-    "| Quantization | none |", "| Device | auto |",
+    "| Quantization | none |", "| Device | auto |", "| Fast decode | auto |",
     "| Sampling | temperature 0.7, top-k 40, top-p 0.95, min-p 0.05, repeat penalty 1.1 |",
     "| Max new tokens | 512 |", "| Seed | random |", '| System prompt | "You are a helpful assistant." |',
     "| Local API | off |", "| API address | 127.0.0.1 |", "| API port | 8642 |", "| API key | none |",
@@ -54,7 +55,7 @@ def test_the_defaults_reach_the_engine_as_documented() -> None:
     assert config == ModelConfig(path="/d/model.gguf", backend="llamacpp", context_length=4096, slots=4,
                                  batch_tokens=512, threads=None, gpu_layers=-1, flash_attention="auto",
                                  kv_cache_type="f16", quantization="none", double_quant=False, dtype="auto",
-                                 device="auto", gguf_file=None)
+                                 device="auto", gguf_file=None, fast_decode="auto")
     assert (sampling.temperature, sampling.top_k, sampling.top_p, sampling.min_p, sampling.repeat_penalty,
             sampling.max_new_tokens, sampling.seed) == (0.7, 40, 0.95, 0.05, 1.1, 512, None)
     assert prompt == "You are a helpful assistant."

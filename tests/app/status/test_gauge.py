@@ -39,3 +39,12 @@ def test_the_details_say_when_the_model_has_no_chat_template(qtbot) -> None:
     assert "<b>Chat template</b>" in details and "likely a base model, which continues text" in details
     gauge.set_model(None)
     assert gauge.details_html() == "No model is loaded."
+
+
+def test_the_details_say_how_decode_steps_run_where_the_backend_says(qtbot) -> None:
+    gauge = GaugeWidget(lambda _chat_id: "")
+    qtbot.addWidget(gauge)
+    gauge.set_model(model_info())
+    assert "Decode" not in gauge.details_html()  # llama.cpp leaves it empty
+    gauge.set_model(model_info(decode="CUDA graphs, batches of 1/2/4 (5.1x the eager step at load)"))
+    assert "<b>Decode</b>&nbsp;&nbsp;</td><td>CUDA graphs, batches of 1/2/4 (5.1x" in gauge.details_html()

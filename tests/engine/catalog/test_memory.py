@@ -92,6 +92,11 @@ def test_hf_weights_by_hand_for_each_quantization() -> None:
         int(800_000 * (0.5 + 1 / 64 + 4 / 16384)) + 400_000
     kv = estimate(TOY_HF, ModelConfig(path="toy", backend="hf", context_length=256, slots=3))
     assert not kv.unified and kv.kv_cache_bytes == 2 * 4 * 2 * 128 * 256 * 3 * 4
+    # on a GPU the fast decode adds one spare slot row (bf16 there), unless it is off
+    on_gpu = ModelConfig(path="toy", backend="hf", context_length=256, slots=3)
+    assert estimate(TOY_HF, on_gpu, has_gpu=True).kv_cache_bytes == 2 * 4 * 2 * 128 * 256 * 4 * 2
+    off = dataclasses.replace(on_gpu, fast_decode="off")
+    assert estimate(TOY_HF, off, has_gpu=True).kv_cache_bytes == 2 * 4 * 2 * 128 * 256 * 3 * 2
 
 
 def test_verdict_levels_and_suggestions() -> None:
