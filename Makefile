@@ -70,7 +70,7 @@ GPU_PART ?= all
 gpu-check:
 	PYTHONUNBUFFERED=1 python3 -m engine.gpucheck --part $(GPU_PART)
 
-gpu-check-prepare: $(VENV)/.run-installed
+gpu-check-prepare: $(STAMP)
 	$(PY) -m engine.gpucheck --prepare
 
 gpu-check-dry: $(VENV)/.test-installed
