@@ -17,6 +17,7 @@ from PySide6.QtGui import QMouseEvent, QPainter, QPainterPath, QPaintEvent, QPal
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QWidget
 
 from app.bridge import EngineStats, ModelInfo
+from app.status.elided_label import ElidedLabel
 from app.status.memory_bar import KV_COLOR, OTHER_COLOR, WEIGHTS_COLOR, BarPart, MemoryBar
 from app.status.memory_probe import MemorySnapshot, gpu_index_of, snapshot
 from engine.units import format_bytes
@@ -75,7 +76,7 @@ class GaugeWidget(QFrame):
         self.memory: MemorySnapshot | None = None
         self.api_url, self.api_in_flight = "", 0  # the local API on this engine, if serving
         self.device_label, self.memory_label = QLabel("no model"), QLabel()
-        self.speed_label, self.slots_label, self.model_label = QLabel(), QLabel(), QLabel()
+        self.speed_label, self.slots_label, self.model_label = QLabel(), QLabel(), ElidedLabel()
         self.memory_bar, self.sparkline = MemoryBar(self), Sparkline(self)
         self.memory_bar.setFixedSize(80, 12)
         self.device_label.setObjectName("gaugeDevice")
@@ -88,6 +89,7 @@ class GaugeWidget(QFrame):
         for widget in (self.device_label, self.memory_bar, self.memory_label, self.sparkline,
                        self.speed_label, self.slots_label, self.model_label):  # fmt: skip
             layout.addWidget(widget)
+        layout.setStretchFactor(self.model_label, 1)  # the one part that gives way when room is short
         self.setCursor(Qt.CursorShape.PointingHandCursor)
         self._refresh_labels()
 

@@ -48,3 +48,23 @@ def test_the_details_say_how_decode_steps_run_where_the_backend_says(qtbot) -> N
     assert "Decode" not in gauge.details_html()  # llama.cpp leaves it empty
     gauge.set_model(model_info(decode="CUDA graphs, batches of 1/2/4 (5.1x the eager step at load)"))
     assert "<b>Decode</b>&nbsp;&nbsp;</td><td>CUDA graphs, batches of 1/2/4 (5.1x" in gauge.details_html()
+
+
+def test_in_a_narrow_window_the_model_part_gives_way_with_an_ellipsis(qtbot) -> None:
+    from PySide6.QtWidgets import QMainWindow
+
+    window = QMainWindow()
+    qtbot.addWidget(window)
+    gauge = GaugeWidget(lambda _chat_id: "")
+    window.statusBar().addPermanentWidget(gauge)
+    gauge.set_model(model_info())
+    full = gauge.model_label.text()
+    window.resize(1600, 300)
+    window.show()
+    qtbot.waitUntil(lambda: gauge.model_label.shown_text() == full)
+    window.resize(700, 300)
+    qtbot.waitUntil(lambda: gauge.model_label.shown_text() != full)
+    shown = gauge.model_label.shown_text()
+    assert shown.endswith("…") and full.startswith(shown[:-1]) and len(shown) >= 8
+    right_edge = gauge.model_label.mapTo(window, gauge.model_label.rect().topRight()).x()
+    assert right_edge <= window.width(), "the label ends inside the window, not cut at its edge"
