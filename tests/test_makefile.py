@@ -3,6 +3,7 @@ torch pinned before anything can pull torch on the test path only, and a quick s
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -14,8 +15,10 @@ pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="needs GNU 
 
 
 def plan(target: str, venv: Path, *variables: str) -> list[str]:
-    run = subprocess.run(["make", "-n", target, f"VENV={venv}", *variables], cwd=ROOT, capture_output=True,
-                         text=True, timeout=60, check=True)
+    # Under `make test` this runs inside make: its MAKEFLAGS would add "Entering directory" lines.
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")}
+    run = subprocess.run(["make", "--no-print-directory", "-n", target, f"VENV={venv}", *variables], cwd=ROOT,
+                         capture_output=True, text=True, timeout=60, check=True, env=env)
     return run.stdout.splitlines()
 
 
