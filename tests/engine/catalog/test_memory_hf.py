@@ -106,7 +106,11 @@ def check(model_path: str, quantization: str, measured: dict[str, int]) -> None:
           f"step); measured {measured['after_load'] / MiB:.0f} / {measured['after_fill'] / MiB:.0f} MiB "
           f"(untrimmed {measured['untrimmed'] / MiB:.0f})")
     assert abs(resident_after_load - measured["after_load"]) <= 0.10 * measured["after_load"]
-    assert abs(resident_full - measured["after_fill"]) <= 0.10 * measured["after_fill"]
+    # Read just after a step, part of that step's transient buffers may still be held (int8 here: 337 and
+    # 371 MiB in two runs of this test on one machine, the busier run the higher): what stays, up to what
+    # stays plus one step's transient, each within 10%. The estimate Settings shows is the upper end.
+    peak = resident_full + result.transient_bytes
+    assert 0.9 * resident_full <= measured["after_fill"] <= 1.1 * peak, "KV cache full"
 
 
 @pytest.mark.skipif(not glibc(), reason="measures with glibc's malloc_trim")
