@@ -57,6 +57,7 @@ class EngineLoop:
         self._was_busy = False
         self._total_generated = 0
         self._recent: deque[tuple[float, str]] = deque()
+        self._recent_drafts: deque[tuple[float, int, int]] = deque()  # (time, drafted, accepted)
         self.model_info: ModelInfo | None = None
         self.steps = 0  # engine steps with work so far: "within one step" is checked against it
 
@@ -223,6 +224,7 @@ class EngineLoop:
         per_chat: dict[str, int] = {}
         for _, chat_id in self._recent:
             per_chat[chat_id] = per_chat.get(chat_id, 0) + 1
+        drafted, accepted = self._recent_draft_counts(scheduler, now)
         busy = scheduler.has_work()
         self._emit(
             EngineStats(
@@ -233,5 +235,15 @@ class EngineLoop:
                 kv_cache_bytes=runner.kv_cache_bytes(),
                 model_bytes=runner.info.model_bytes,
                 total_generated_tokens=self._total_generated,
+                drafted_tokens=drafted,
+                accepted_tokens=accepted,
             )
         )
+
+    def _recent_draft_counts(self, scheduler: Scheduler, now: float) -> tuple[int, int]:
+        """Tokens drafted and accepted over the speed window: the gauge's acceptance rate."""
+        self._recent_drafts.extend(scheduler.draft_log)
+        scheduler.draft_log.clear()
+        while self._recent_drafts and now - self._recent_drafts[0][0] > SPEED_WINDOW_S:
+            self._recent_drafts.popleft()
+        return sum(d for _, d, _ in self._recent_drafts), sum(a for _, _, a in self._recent_drafts)

@@ -11,6 +11,7 @@ from typing import Literal, Union
 
 Backend = Literal["llamacpp", "hf"]
 FinishReason = Literal["stop", "length", "cancelled", "context_full", "error", "closed"]
+Speculative = Literal["off", "auto"]
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,8 @@ class SamplingParams:
     max_new_tokens: int = 512
     stop: tuple[str, ...] = ()
     ignore_eos: bool = False  # the benchmark wants every request to run to max_new_tokens
+    # Prompt-lookup drafts (engine/speculative.py): the same answer, sooner where it repeats its context.
+    speculative: Speculative = "auto"
 
     @property
     def greedy(self) -> bool:
@@ -176,6 +179,13 @@ class TurnStats:
     time_to_first_token_s: float
     decode_tokens_per_second: float
     total_s: float
+    drafted_tokens: int = 0  # prompt-lookup guesses checked
+    accepted_tokens: int = 0  # of them, the ones the model agreed with (tokens it got for free)
+
+    @property
+    def acceptance(self) -> float | None:
+        """Share of drafted tokens accepted; None when nothing was drafted."""
+        return self.accepted_tokens / self.drafted_tokens if self.drafted_tokens else None
 
 
 @dataclass(frozen=True)
@@ -204,6 +214,13 @@ class EngineStats:
     kv_cache_bytes: int
     model_bytes: int
     total_generated_tokens: int
+    drafted_tokens: int = 0  # over the same last few seconds as the speeds
+    accepted_tokens: int = 0
+
+    @property
+    def acceptance(self) -> float | None:
+        """Share of the recently drafted tokens the model accepted; None when nothing was drafted."""
+        return self.accepted_tokens / self.drafted_tokens if self.drafted_tokens else None
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,13 @@ keeps its slot's KV cache between turns, so a new turn feeds only what
 follows the longest common prefix. With more chats than slots, the least
 recently used idle slot is taken over and its chat re-prefills later; which
 slot holds what is the slot table's business (engine/slots.py).
+
+A generating chat may also feed a draft of guessed next tokens (prompt
+lookup, engine/speculative.py) in the same pass; the runner returns the ones
+its sampler agreed with plus its own next token, and the scheduler drops the
+rejected rest from the cache and applies stop strings, the token limit and
+the context's end to each accepted token in turn, exactly as if they had come
+one per step.
 """
 
 from __future__ import annotations
@@ -25,14 +32,21 @@ from engine.protocol import (
 from engine.runners.base import CacheFull, Runner, RunnerError, SlotWork
 from engine.sequence import Sequence, Status, common_prefix_length
 from engine.slots import MIN_SHARED_PREFIX, Slot, SlotTable
+from engine.speculative import Speculator, StepCost
+
+# While a prompt is being read, all drafts together take at most this share of what the
+# decode tokens leave of the step's budget, so guesses never crowd out a waiting chat.
+DRAFT_SHARE_BESIDE_PROMPTS = 0.25
 
 
 class Scheduler:
-    def __init__(self, runner: Runner) -> None:
+    def __init__(self, runner: Runner, step_cost: StepCost | None = None) -> None:
         self.runner = runner
         self.slots = SlotTable(runner.slots, runner.clear_slot)
         self.waiting: deque[Sequence] = deque()
         self.sampled_log: deque[tuple[float, str]] = deque()  # (time, chat) per token
+        self.draft_log: deque[tuple[float, int, int]] = deque()  # (time, drafted, accepted) per draft checked
+        self.step_cost = step_cost or StepCost()  # what drafts cost on this machine, from the steps' timings
 
     # ------------------------------------------------------------ commands
 
@@ -92,13 +106,19 @@ class Scheduler:
         planned = self._plan()
         if not planned:
             return events
+        started = time.perf_counter()
         try:
             sampled = self._forward([work for _, work in planned])
         except RunnerError as error:
             return events + self._fail(self.running(), str(error))
+        self._time_step([work for _, work in planned], time.perf_counter() - started)
         return events + self._update(planned, sampled)
 
-    def _forward(self, work: list[SlotWork]) -> dict[int, int]:
+    def _time_step(self, work: list[SlotWork], seconds: float) -> None:
+        prompt_tokens = sum(len(item.tokens) for item in work if len(item.tokens) > 1 or not item.sample)
+        self.step_cost.observe(sum(len(item.fed) for item in work), prompt_tokens, seconds)
+
+    def _forward(self, work: list[SlotWork]) -> dict[int, list[int]]:
         try:
             return self.runner.forward(work)
         except CacheFull:
@@ -127,6 +147,8 @@ class Scheduler:
         self.slots.occupy(slot, sequence)
         sequence.status = Status.RUNNING
         sequence.computed = sequence.reused = reuse
+        if sequence.params.speculative != "off" and self.runner.can_draft:
+            sequence.speculator = Speculator(self.runner.is_end_of_generation)
         self.runner.begin_turn(slot.index, sequence.params)
         return TurnStarted(sequence.chat_id, len(sequence.prompt), reuse)
 
@@ -150,33 +172,75 @@ class Scheduler:
         return reuse
 
     def _plan(self) -> list[tuple[Sequence, SlotWork]]:
-        """Decode tokens first, then prompt chunks in arrival order, within the step's token budget."""
+        """Decode tokens first, then drafts, then prompt chunks in arrival order, within the step's budget."""
         budget = self.runner.batch_tokens
         running = sorted(self.slots.running(), key=lambda pair: (pair[1].uncomputed > 1, pair[1].submitted_at))
-        planned: list[tuple[Sequence, SlotWork]] = []
-        for slot, sequence in running:
+        decoding = [pair for pair in running if pair[1].uncomputed == 1][: max(budget, 0)]
+        prompts = [pair for pair in running if pair[1].uncomputed > 1]
+        budget -= len(decoding)
+        share = int(budget * DRAFT_SHARE_BESIDE_PROMPTS) if prompts else budget
+        drafts = self._drafts([sequence for _, sequence in decoding], share)
+        planned = [
+            (sequence, SlotWork(slot.index, sequence.tokens_between(sequence.computed, sequence.length),
+                                sequence.computed, True, draft))
+            for (slot, sequence), draft in zip(decoding, drafts)
+        ]
+        budget -= sum(len(draft) for draft in drafts)
+        for slot, sequence in prompts:
             if budget <= 0:
                 break
             count = min(sequence.uncomputed, budget)
-            if count <= 0:
-                continue
             start = sequence.computed
             tokens = sequence.tokens_between(start, start + count)
             planned.append((sequence, SlotWork(slot.index, tokens, start, start + count == sequence.length)))
             budget -= count
         return planned
 
-    def _update(self, planned: list[tuple[Sequence, SlotWork]], sampled: dict[int, int]) -> list[Event]:
+    def _drafts(self, sequences: list[Sequence], budget: int) -> list[list[int]]:
+        """Each sequence's draft, the budget shared fairly: the shortest first, none more than an equal part."""
+        ratio = self.step_cost.ratio(len(sequences))
+        drafts = [sequence.draft(self._draft_room(sequence), ratio) for sequence in sequences]
+        left = len(drafts)
+        for index in sorted(range(len(drafts)), key=lambda i: len(drafts[i])):
+            drafts[index] = drafts[index][: max(budget, 0) // left]
+            budget -= len(drafts[index])
+            left -= 1
+        return drafts
+
+    def _draft_room(self, sequence: Sequence) -> int:
+        """Drafts never run past the token limit or the context: the step's own token always comes on top."""
+        tokens_left = sequence.params.max_new_tokens - len(sequence.output) - 1
+        return min(tokens_left, self.runner.context_length - sequence.length)
+
+    def _update(self, planned: list[tuple[Sequence, SlotWork]], sampled: dict[int, list[int]]) -> list[Event]:
         events: list[Event] = []
         now = time.perf_counter()
         for sequence, work in planned:
             slot = self.slots[work.slot]
-            slot.cached.extend(work.tokens)
+            new = sampled.get(work.slot, []) if work.sample else []
+            accepted = min(max(len(new) - 1, 0), len(work.draft))
+            slot.cached.extend(work.tokens + work.draft[:accepted])
             slot.last_used = now
-            sequence.computed += len(work.tokens)
-            if work.sample and work.slot in sampled:
-                events += self._accept(sequence, sampled[work.slot], now)
+            sequence.computed += len(work.tokens) + accepted
+            if work.draft:
+                self._settle_draft(sequence, slot, len(work.draft), accepted, now)
+            for token in new:
+                events += self._accept(sequence, token, now)
+                if sequence.status is Status.FINISHED:
+                    break  # what the model accepted after a stop is dropped, as if never generated
         return events
+
+    def _settle_draft(self, sequence: Sequence, slot: Slot, drafted: int, accepted: int, now: float) -> None:
+        """Count the draft, and drop its rejected tail from the cache."""
+        if sequence.speculator is not None:
+            sequence.speculator.record(drafted, accepted)
+        self.draft_log.append((now, drafted, accepted))
+        if accepted == drafted:
+            return
+        if not self.runner.remove_from(slot.index, sequence.computed):
+            # A cache that cannot drop a tail: read the turn again rather than keep wrong tokens.
+            self.runner.clear_slot(slot.index)
+            slot.cached, sequence.computed = [], 0
 
     def _accept(self, sequence: Sequence, token: int, now: float) -> list[Event]:
         if sequence.first_token_at is None:

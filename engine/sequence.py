@@ -13,6 +13,7 @@ from enum import Enum
 
 from engine.protocol import FinishReason, SamplingParams, TurnStats
 from engine.runners.base import Detokenizer
+from engine.speculative import Speculator
 
 
 class Status(Enum):
@@ -38,6 +39,7 @@ class Sequence:
     finished_at: float | None = None
     finish_reason: FinishReason | None = None
     stop_string_seen: bool = False  # the answer reached one of params.stop: it ends here
+    speculator: Speculator | None = None  # drafts for this turn; None: it never drafts
 
     def tokens_between(self, start: int, end: int) -> list[int]:
         """tokens[start:end] without building the whole list: this runs every step."""
@@ -53,6 +55,14 @@ class Sequence:
     @property
     def uncomputed(self) -> int:
         return self.length - self.computed
+
+    def draft(self, room: int, cost_ratio: float) -> list[int]:
+        """Guessed next tokens for this step, at most `room` of them (see engine/speculative.py)."""
+        speculator = self.speculator
+        if speculator is None:
+            return []
+        seen = len(speculator.lookup.tokens)
+        return speculator.propose(self.tokens_between(seen, self.length), room, cost_ratio)
 
     def take_text(self, piece: str) -> str:
         """Add decoded text; return what may be shown now (stop strings held back)."""
@@ -93,6 +103,8 @@ class Sequence:
             time_to_first_token_s=ttft,
             decode_tokens_per_second=decode_rate,
             total_s=end - self.submitted_at,
+            drafted_tokens=self.speculator.drafted if self.speculator else 0,
+            accepted_tokens=self.speculator.accepted if self.speculator else 0,
         )
 
 

@@ -2,12 +2,14 @@
 
 A runner owns one loaded model and a KV cache with `slots` independent
 sequences. The scheduler decides what runs; the runner executes one step as
-ONE batched forward pass and samples where asked.
+ONE batched forward pass and samples where asked. A step may carry drafts
+(guessed next tokens, engine/speculative.py): the runner checks them in that
+same pass with the slot's own sampler, and says how many held.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Protocol, Sequence
 
 from engine.protocol import ChatMessage, ModelInfo, SamplingParams
@@ -24,6 +26,15 @@ class SlotWork:
     tokens: list[int]  # fed this step (a prompt chunk, or the last sampled token)
     start_pos: int  # position of tokens[0] in the slot's sequence
     sample: bool  # sample a token after the last one (logits only where needed)
+    # Guessed tokens after `tokens`, fed in the same pass (only where `sample`). The runner samples
+    # after the last of `tokens` and after each draft token in turn, with the slot's sampler as if
+    # generating one token per step, and stops at the first sample that differs from the draft.
+    draft: list[int] = field(default_factory=list)
+
+    @property
+    def fed(self) -> list[int]:
+        """Every token this step puts into the slot's cache, drafts included."""
+        return self.tokens + self.draft if self.draft else self.tokens
 
 
 class Detokenizer(Protocol):
@@ -40,6 +51,7 @@ class Runner(Protocol):
     context_length: int  # positions one slot may hold
     batch_tokens: int  # most tokens one forward pass takes
     end_markers: tuple[str, ...]  # text that ends an answer besides end-of-generation tokens
+    can_draft: bool  # forward verifies SlotWork.draft, and remove_from can drop a rejected tail
 
     def render_chat(self, messages: Sequence[ChatMessage]) -> str:
         """The conversation in the model's own template, ready for the answer."""
@@ -67,8 +79,13 @@ class Runner(Protocol):
         False where the backend cannot share a prefix between slots; `target` is then untouched.
         """
 
-    def forward(self, work: Sequence[SlotWork]) -> dict[int, int]:
-        """Run one batched pass; return the sampled token of each slot asked."""
+    def forward(self, work: Sequence[SlotWork]) -> dict[int, list[int]]:
+        """Run one batched pass; return, for each slot asked to sample, its new tokens.
+
+        Those are the draft tokens that matched the slot's samples, then the first sample that did
+        not (or the one after the whole draft): 1 to len(draft) + 1 tokens. All of `fed` is left in
+        the cache; the caller drops the rejected tail with remove_from.
+        """
 
     def kv_cache_bytes(self) -> int: ...
 

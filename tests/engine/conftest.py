@@ -25,3 +25,12 @@ def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> str:
     from tests.engine.runners.hf.tiny_hf import build_tiny_llama
 
     return str(build_tiny_llama(tmp_path_factory.mktemp("tiny_llama") / "tiny-llama"))
+
+
+@pytest.fixture(scope="session")
+def repeating_model(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The tiny Llama trained to answer each of its corpus sentences with the sentence: a model that copies."""
+    pytest.importorskip("transformers")
+    from tests.engine.runners.hf.tiny_hf import build_repeating_llama
+
+    return str(build_repeating_llama(tmp_path_factory.mktemp("repeating_llama") / "repeating-llama"))

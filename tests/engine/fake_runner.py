@@ -3,7 +3,10 @@
 Tokens are characters (ord). The "model" sees its slot's whole cache: the text
 before the first '>' is the prompt, and it answers REPLIES[prompt] one
 character per step, then EOS. It checks that the scheduler feeds every slot's
-positions contiguously, so a wrong reuse of the cache fails loudly.
+positions contiguously, so a wrong reuse of the cache fails loudly. Drafts are
+verified as the real runners do: all of them go into the cache, the answer's
+next characters are compared with them in turn, and the scheduler must drop the
+rejected tail itself.
 """
 
 from __future__ import annotations
@@ -23,7 +26,8 @@ def encode(text: str) -> list[int]:
 
 class FakeRunner:
     def __init__(self, replies: dict[str, str], slots: int = 2, batch_tokens: int = 64, context_length: int = 256,
-                 can_remove: bool = True, can_copy: bool = True, end_markers: tuple[str, ...] = ()) -> None:
+                 can_remove: bool = True, can_copy: bool = True, end_markers: tuple[str, ...] = (),
+                 can_draft: bool = True) -> None:
         self.replies = replies
         self.slots = slots
         self.batch_tokens = batch_tokens
@@ -31,9 +35,11 @@ class FakeRunner:
         self.can_remove = can_remove
         self.can_copy = can_copy
         self.end_markers = end_markers
+        self.can_draft = can_draft
         self.kv: list[list[int]] = [[] for _ in range(slots)]
         self.copies: list[tuple[int, int, int]] = []
         self.steps: list[list[tuple[int, int, bool]]] = []  # per forward: (slot, n tokens, sample)
+        self.drafts: list[list[tuple[int, int, int]]] = []  # per forward: (slot, n drafted, n accepted)
         self.info = ModelInfo("fake", "", "llamacpp", "cpu", "none", "none", context_length, slots, 0, 0, False)
 
     def render_chat(self, messages: Sequence[ChatMessage]) -> str:
@@ -67,20 +73,34 @@ class FakeRunner:
         self.copies.append((source, target, length))
         return True
 
-    def forward(self, work: Sequence[SlotWork]) -> dict[int, int]:
-        assert sum(len(w.tokens) for w in work) <= self.batch_tokens
+    def forward(self, work: Sequence[SlotWork]) -> dict[int, list[int]]:
+        assert sum(len(w.fed) for w in work) <= self.batch_tokens
         assert len({w.slot for w in work}) == len(work), "one entry per slot per step"
+        assert all(w.sample or not w.draft for w in work), "drafts only where a token is sampled"
         self.steps.append([(w.slot, len(w.tokens), w.sample) for w in work])
+        self.drafts.append([])
         sampled = {}
         for item in work:
             assert item.start_pos == len(self.kv[item.slot]), "positions must be contiguous"
-            self.kv[item.slot].extend(item.tokens)
+            assert item.start_pos + len(item.fed) <= self.context_length, "fed past the context"
+            seen = len(self.kv[item.slot]) + len(item.tokens)
+            self.kv[item.slot].extend(item.fed)
             if item.sample:
-                sampled[item.slot] = self._next(item.slot)
+                sampled[item.slot] = self._verify(self.kv[item.slot], seen, item.draft)
+                if item.draft:
+                    self.drafts[-1].append((item.slot, len(item.draft), len(sampled[item.slot]) - 1))
         return sampled
 
-    def _next(self, slot: int) -> int:
-        text = "".join(chr(t) for t in self.kv[slot])
+    def _verify(self, kv: list[int], seen: int, draft: list[int]) -> list[int]:
+        new = []
+        for offset, guess in enumerate([*draft, None]):
+            new.append(self._next(kv[: seen + offset]))
+            if new[-1] != guess:
+                break
+        return new
+
+    def _next(self, cached: list[int]) -> int:
+        text = "".join(chr(t) for t in cached)
         # The last turn's prompt ends at the last '>'; earlier turns are history.
         prompt, _, generated = text.rpartition(">")
         reply = self.replies.get(prompt.split("|")[-1], "ok")

@@ -7,6 +7,7 @@ from engine.scheduler import Scheduler
 from tests.engine.fake_runner import FakeRunner, encode
 
 GREEDY = SamplingParams(temperature=0, max_new_tokens=100)
+NO_DRAFTS = SamplingParams(temperature=0, max_new_tokens=100, speculative="off")
 
 
 def run_until_idle(scheduler: Scheduler, limit: int = 500) -> list:
@@ -42,7 +43,7 @@ def test_admission_waits_for_a_free_slot_and_serves_a_third_chat() -> None:
 def test_prompt_chunks_share_a_step_with_decode_tokens() -> None:
     runner = FakeRunner({"a": "abcdefgh", "x" * 20: "y"}, slots=2, batch_tokens=8)
     scheduler = Scheduler(runner)
-    scheduler.submit("a", encode("a>"), GREEDY)
+    scheduler.submit("a", encode("a>"), NO_DRAFTS)  # drafts beside prompts: test_speculative_scheduler.py
     scheduler.step()  # a's prompt, first token sampled
     scheduler.submit("long", encode("x" * 20 + ">"), GREEDY)
     scheduler.step()

@@ -38,7 +38,7 @@ class StepPlan:
     read_slots: torch.Tensor | None = None  # [K] gather indices when several slots run
     read_positions: torch.Tensor | None = None
     mask: torch.Tensor | None = None  # [1, 1, N, K] bool, True = attend
-    logits_index: torch.Tensor | None = None  # [S] packed indices that are sampled
+    logits_index: torch.Tensor | None = None  # [R] packed indices whose logits are kept
     sampled_slots: list[int] = field(default_factory=list)
     flash_kwargs: dict[str, Any] = field(default_factory=dict)
     _flat: dict[int, tuple[torch.Tensor, torch.Tensor | None]] = field(default_factory=dict)
@@ -67,7 +67,7 @@ def uses_varlen(attention: str) -> bool:
 def build_plan(work: Sequence[SlotWork], device: torch.device, varlen: bool) -> StepPlan:
     """Pack the step's items; `start_pos` of each item is its slot's cached length."""
     ids, positions, slots, last_index, sampled = _pack(work)
-    ends = [item.start_pos + len(item.tokens) for item in work]
+    ends = [item.start_pos + len(item.fed) for item in work]
     position_ids = torch.tensor(positions, dtype=torch.long, device=device)
     plan = StepPlan(
         input_ids=torch.tensor([ids], dtype=torch.long, device=device),
@@ -90,18 +90,20 @@ def build_plan(work: Sequence[SlotWork], device: torch.device, varlen: bool) -> 
 
 
 def _pack(work: Sequence[SlotWork]) -> tuple[list[int], list[int], list[int], list[int], list[int]]:
-    """Token ids, positions, slots of the packed row; rows and slots that are sampled."""
+    """Token ids, positions, slots of the packed row; rows whose logits are kept (a sampling item's
+    last token and its draft tokens), and slots that are sampled."""
     ids: list[int] = []
     positions: list[int] = []
     slots: list[int] = []
     last_index: list[int] = []
     sampled: list[int] = []
     for item in work:
-        ids.extend(item.tokens)
-        positions.extend(range(item.start_pos, item.start_pos + len(item.tokens)))
-        slots.extend([item.slot] * len(item.tokens))
+        fed = item.fed
+        ids.extend(fed)
+        positions.extend(range(item.start_pos, item.start_pos + len(fed)))
+        slots.extend([item.slot] * len(fed))
         if item.sample:
-            last_index.append(len(ids) - 1)
+            last_index.extend(range(len(ids) - 1 - len(item.draft), len(ids)))
             sampled.append(item.slot)
     return ids, positions, slots, last_index, sampled
 
@@ -116,7 +118,7 @@ def _add_key_indices(
         plan.read_slots = torch.tensor([item.slot for item in work], dtype=torch.long, device=device)[key_segment]
         plan.read_positions = key_position
     if masked:
-        query_segment = _segments([len(item.tokens) for item in work], device)
+        query_segment = _segments([len(item.fed) for item in work], device)
         same = query_segment[:, None] == key_segment[None, :]
         causal = key_position[None, :] <= plan.write_positions[:, None]
         plan.mask = (same & causal)[None, None]
@@ -139,11 +141,11 @@ def _needs_mask(work: Sequence[SlotWork]) -> bool:
     if len(work) > 1:
         return True
     item = work[0]
-    return len(item.tokens) > 1 and item.start_pos > 0
+    return len(item.fed) > 1 and item.start_pos > 0
 
 
 def _flash_kwargs(work: Sequence[SlotWork], ends: list[int], device: torch.device) -> dict[str, Any]:
-    query_lengths = [len(w.tokens) for w in work]
+    query_lengths = [len(w.fed) for w in work]
     cu_q = torch.tensor([0, *_cumsum(query_lengths)], dtype=torch.int32, device=device)
     cu_k = torch.tensor([0, *_cumsum(ends)], dtype=torch.int32, device=device)
     return {

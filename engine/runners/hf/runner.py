@@ -18,12 +18,13 @@ import inspect
 from dataclasses import replace
 from typing import Any, Callable, Sequence
 
+import numpy as np
 import torch
 
 from engine.chat_template import end_markers, render_chat
 from engine.detokenizer import OffsetDetokenizer
 from engine.protocol import ChatMessage, ModelConfig, ModelInfo, SamplingParams
-from engine.runners.base import CacheFull, Progress, RunnerError, SlotWork
+from engine.runners.base import PENALTY_LAST_N, CacheFull, Progress, RunnerError, SlotWork
 from engine.runners.hf.cache import SlotCache, StepPlan, build_plan, uses_varlen
 from engine.runners.hf.decode import StaticDecoder, choose_decode, is_decode_step
 from engine.runners.hf.load import Loaded, load
@@ -53,6 +54,7 @@ class HfRunner:
         self.context_length = self._usable_context(config.context_length, text_config, notes)
         self.slots = config.slots
         self.batch_tokens = config.batch_tokens
+        self.can_draft = True  # dropping a slot's tail is a change of its length (cache.py)
         self._fast_decode = config.fast_decode
         static = config.fast_decode == "on" or (config.fast_decode == "auto" and self.device.type == "cuda")
         static = static and not self._varlen  # flash-attn reads cu_seqlens, not the static step's mask
@@ -64,6 +66,7 @@ class HfRunner:
         self._decode_label = "eager"
         self._history: list[list[int]] = [[] for _ in range(self.slots)]  # the tokens each slot caches
         self._samplers = [SlotSampler(GREEDY) for _ in range(self.slots)]
+        self._last_logits: dict[int, torch.Tensor] = {}  # slot -> the row its last token was sampled from
         self.end_markers = end_markers(chat_template(self.tokenizer))
         self._eog = end_of_generation_ids(self.model, self.tokenizer)
         self._eog |= single_token_ids(self.tokenizer, self.end_markers)
@@ -193,13 +196,13 @@ class HfRunner:
 
     # ------------------------------------------------------------ the step
 
-    def forward(self, work: Sequence[SlotWork]) -> dict[int, int]:
+    def forward(self, work: Sequence[SlotWork]) -> dict[int, list[int]]:
         if not work:
             return {}
         self._validate(work)
         try:
             with torch.inference_mode():
-                logits, sampled_slots = self._step_logits(work)
+                logits, _ = self._step_logits(work)
         except torch.cuda.OutOfMemoryError as error:
             raise RunnerError(
                 f"the GPU ran out of memory in a step of {sum(len(item.tokens) for item in work)} tokens; "
@@ -211,13 +214,14 @@ class HfRunner:
         for item in work:
             history = self._history[item.slot]
             del history[item.start_pos :]
-            history.extend(item.tokens)
-        return self._sample(logits, sampled_slots)
+            history.extend(item.fed)
+        return self._sample(logits, work)
 
     def _step_logits(self, work: Sequence[SlotWork]) -> tuple[torch.Tensor, list[int]]:
-        """One row of logits per sampled slot: a decode step from the static cache where it can, else packed."""
+        """One row of logits per sampled position: a decode step from the static cache where it can, else packed."""
         decoder = self._decoder
-        if decoder is not None and is_decode_step(work) and decoder.bucket_for(len(work)) is not None:
+        drafts = any(item.draft for item in work)  # the static step feeds one token per slot, never a draft
+        if decoder is not None and not drafts and is_decode_step(work) and decoder.bucket_for(len(work)) is not None:
             slots = [item.slot for item in work]
             return decoder.step(slots, [item.tokens[0] for item in work], [item.start_pos for item in work]), slots
         return self._packed_logits(work)
@@ -230,26 +234,60 @@ class HfRunner:
         finally:
             self._cache.plan = None
 
-    def _sample(self, logits: torch.Tensor, slots: list[int]) -> dict[int, int]:
-        samplers = [self._samplers[slot] for slot in slots]
-        if all(s.params.greedy and s.params.repeat_penalty == 1.0 for s in samplers):
+    def _sample(self, logits: torch.Tensor, work: Sequence[SlotWork]) -> dict[int, list[int]]:
+        """Each sampling slot's new tokens from its rows of logits (one, plus one per draft token)."""
+        sampling = [item for item in work if item.sample]
+        samplers = [self._samplers[item.slot] for item in sampling]
+        if not any(item.draft for item in sampling) and all(
+                s.params.greedy and s.params.repeat_penalty == 1.0 for s in samplers):
             # one argmax and one copy to the host for all chats, not one per chat
-            return dict(zip(slots, (int(t) for t in logits.float().argmax(dim=-1).tolist())))
-        return {slot: sampler.sample(logits[row], self._history[slot]) for row, (slot, sampler)
-                in enumerate(zip(slots, samplers))}
+            self._last_logits = {item.slot: logits[row] for row, item in enumerate(sampling)}
+            picked = logits.float().argmax(dim=-1).tolist()
+            return {item.slot: [int(token)] for item, token in zip(sampling, picked)}
+        new: dict[int, list[int]] = {}
+        self._last_logits = {}
+        first = 0
+        for item in sampling:
+            rows = logits[first : first + 1 + len(item.draft)]
+            new[item.slot] = self._sample_and_verify(item, rows)
+            first += len(rows)
+        return new
+
+    def _sample_and_verify(self, item: SlotWork, rows: torch.Tensor) -> list[int]:
+        """Sample after the last token, then after each draft token while the draft agrees: each
+        sample sees the history (repeat penalty) and the generator state that generating one token
+        per step would give it, so drafts change how fast an answer comes, never what it is."""
+        sampler, history = self._samplers[item.slot], self._history[item.slot]
+        context_end = item.start_pos + len(item.tokens)  # the tokens row 0 has seen
+        tokens: list[int] = []
+        for offset, guess in enumerate([*item.draft, None]):
+            end = context_end + offset
+            token = sampler.sample(rows[offset], history[max(0, end - PENALTY_LAST_N) : end])
+            tokens.append(token)
+            if token != guess:
+                break
+        self._last_logits[item.slot] = rows[len(tokens) - 1]
+        return tokens
+
+    def last_logits(self, slot: int) -> np.ndarray:
+        """The logits `slot` sampled from in the last step (its last token's, after a draft), as a float32
+        numpy copy: for checks."""
+        if slot not in self._last_logits:
+            raise RunnerError(f"Slot {slot} sampled nothing in the last step.")
+        return self._last_logits[slot].float().cpu().numpy().copy()
 
     def _validate(self, work: Sequence[SlotWork]) -> None:
         if len({item.slot for item in work}) != len(work):
             raise RunnerError("one step named the same slot twice")
         for item in work:
-            if not 0 <= item.slot < self.slots or not item.tokens:
+            if not 0 <= item.slot < self.slots or not item.tokens or (item.draft and not item.sample):
                 raise RunnerError(f"bad step item for slot {item.slot} ({len(item.tokens)} tokens)")
             cached = len(self._history[item.slot])
             if item.start_pos > cached:
                 raise RunnerError(
                     f"slot {item.slot}: step starts at position {item.start_pos}, but only {cached} are cached"
                 )
-            if item.start_pos + len(item.tokens) > self.context_length:
+            if item.start_pos + len(item.fed) > self.context_length:
                 raise CacheFull(f"the chat is longer than the context of {self.context_length} tokens")
 
     def _run(self, plan: StepPlan) -> torch.Tensor:

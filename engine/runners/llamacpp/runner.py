@@ -49,6 +49,8 @@ class LlamaCppRunner:
         self._adds_bos = bool(llama_cpp.llama_vocab_get_add_bos(self._vocab))
         self.end_markers = end_markers(self._template)
         self._marker_tokens = {ids[0] for ids in map(self._tokens, self.end_markers) if len(ids) == 1}
+        # A recurrent state cannot drop the positions of a rejected draft (llama_memory_seq_rm fails).
+        self.can_draft = not (llama_cpp.llama_model_is_recurrent(model) or llama_cpp.llama_model_is_hybrid(model))
 
     @classmethod
     def load(cls, config: ModelConfig, progress: Progress, cancelled: Callable[[], bool]) -> LlamaCppRunner:
@@ -182,7 +184,7 @@ class LlamaCppRunner:
 
     # ------------------------------------------------------------ the step
 
-    def forward(self, work: Sequence[SlotWork]) -> dict[int, int]:
+    def forward(self, work: Sequence[SlotWork]) -> dict[int, list[int]]:
         if self._context is None or self._batch is None:
             raise RunnerError("The model was closed.")
         outputs = self._fill_batch(work)
@@ -194,12 +196,25 @@ class LlamaCppRunner:
             )
         if result != 0:
             raise RunnerError(f"llama.cpp failed to decode a batch of {self._batch.n_tokens} tokens (error {result}).")
-        self._sampled_at = dict(outputs)
-        sampled: dict[int, int] = {}
-        for slot, index in outputs:
-            sampled[slot] = int(llama_cpp.llama_sampler_sample(self._samplers[slot], self._context, index))
-            self._fresh.discard(slot)
-        return sampled
+        self._sampled_at = {}
+        return {item.slot: self._sample_and_verify(item, rows) for item, rows in outputs}
+
+    def _sample_and_verify(self, item: SlotWork, rows: range) -> list[int]:
+        """Sample at each row in turn with the slot's chain, as llama-server's common_sampler_sample_and_accept_n
+        does: keep going while the sample equals the draft token there. Each sample is one the chain would
+        have drawn generating token by token (its penalty history and random state advance once per token
+        kept, and nothing is sampled past the first disagreement), so drafts never change the answer."""
+        assert self._context is not None
+        chain = self._samplers[item.slot]
+        tokens: list[int] = []
+        for row, guess in zip(rows, [*item.draft, None]):
+            token = int(llama_cpp.llama_sampler_sample(chain, self._context, row))
+            tokens.append(token)
+            self._sampled_at[item.slot] = row
+            if token != guess:
+                break
+        self._fresh.discard(item.slot)
+        return tokens
 
     def last_logits(self, slot: int) -> np.ndarray:
         """The logits `slot` sampled from in the last step (a copy): for checks against a reference."""
@@ -208,23 +223,27 @@ class LlamaCppRunner:
         row = llama_cpp.llama_get_logits_ith(self._context, self._sampled_at[slot])
         return np.ctypeslib.as_array(row, shape=(self._n_vocab,)).copy()
 
-    def _fill_batch(self, work: Sequence[SlotWork]) -> list[tuple[int, int]]:
-        """Every slot's tokens into the one batch; (slot, batch index) where logits are wanted."""
+    def _fill_batch(self, work: Sequence[SlotWork]) -> list[tuple[SlotWork, range]]:
+        """Every slot's tokens (drafts included) into the one batch; the batch rows where each sampling
+        item wants logits: after its last token, and after each draft token."""
         assert self._batch is not None
-        total = sum(len(w.tokens) for w in work)
+        total = sum(len(w.tokens) + len(w.draft) for w in work)
         if total > self._capacity:
             raise RunnerError(f"A step of {total} tokens is larger than the batch of {self._capacity}.")
         batch = self._batch
         # Plain locals: faster in this hot loop, and the stubs mistype pos and seq_id.
         token_of, pos_of, count_of = cast(Any, batch.token), cast(Any, batch.pos), cast(Any, batch.n_seq_id)
         seq_of, wants_logits = cast(Any, batch.seq_id), cast(Any, batch.logits)
-        outputs: list[tuple[int, int]] = []
+        outputs: list[tuple[SlotWork, range]] = []
         index = 0
         for item in work:
             if item.sample and item.slot not in self._samplers:
                 raise RunnerError(f"Slot {item.slot} has no sampler: begin_turn was not called.")
+            if item.draft and not (item.sample and item.tokens):
+                raise RunnerError(f"Slot {item.slot}: a draft needs a token before it and a sample after it.")
             self._accept_prompt(item)
-            for offset, token in enumerate(item.tokens):
+            fed = item.fed
+            for offset, token in enumerate(fed):
                 token_of[index] = token
                 pos_of[index] = item.start_pos + offset
                 count_of[index] = 1
@@ -232,8 +251,10 @@ class LlamaCppRunner:
                 wants_logits[index] = 0
                 index += 1
             if item.sample and item.tokens:
-                wants_logits[index - 1] = 1
-                outputs.append((item.slot, index - 1))
+                first = index - 1 - (len(fed) - len(item.tokens))
+                for row in range(first, index):
+                    wants_logits[row] = 1
+                outputs.append((item, range(first, index)))
         batch.n_tokens = index
         return outputs
 

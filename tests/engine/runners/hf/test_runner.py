@@ -136,7 +136,7 @@ def test_a_step_past_the_context_raises_cache_full_and_the_slot_stays_usable(run
     with pytest.raises(CacheFull, match="context of 256"):
         runner.forward([SlotWork(3, filler[:10], 250, sample=True)])
     assert runner.remove_from(3, 200)
-    token = runner.forward([SlotWork(3, filler[200:210], 200, sample=True)])[3]
+    token = runner.forward([SlotWork(3, filler[200:210], 200, sample=True)])[3][0]
     assert 0 <= token < len(runner.tokenizer)
 
 

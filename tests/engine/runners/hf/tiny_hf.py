@@ -95,6 +95,47 @@ def build_tiny_llama(folder: Path, seed: int = 0, init_range: float = 0.2) -> Pa
     return folder
 
 
+def build_repeating_llama(folder: Path, steps: int = 50) -> Path:
+    """The tiny model, trained for a few seconds to answer each CORPUS sentence with the sentence itself.
+
+    A model that really copies its prompt is what prompt-lookup drafts are for; a random one never
+    does. Fixed seeds and data: every build is the same model.
+    """
+    import torch
+    from transformers import LlamaForCausalLM, PreTrainedTokenizerFast
+
+    build_tiny_llama(folder, init_range=0.02)  # a small init trains quickly and stays stable
+    tokenizer = PreTrainedTokenizerFast.from_pretrained(folder)
+    model = LlamaForCausalLM.from_pretrained(folder, dtype=torch.float32)
+    rows = []
+    for sentence in CORPUS:
+        asked = tokenizer.apply_chat_template([{"role": "user", "content": sentence}], tokenize=False,
+                                              add_generation_prompt=True)
+        rows.append((tokenizer.encode(asked), tokenizer.encode(sentence + "<|im_end|>")))
+    width = max(len(question) + len(answer) for question, answer in rows)
+    ids = torch.full((len(rows), width), tokenizer.pad_token_id)
+    labels = torch.full((len(rows), width), -100)  # only the answers are learned
+    for row, (question, answer) in enumerate(rows):
+        ids[row, : len(question) + len(answer)] = torch.tensor(question + answer)
+        labels[row, len(question) : len(question) + len(answer)] = torch.tensor(answer)
+    torch.manual_seed(0)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=0.0)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # tiny matrices: more threads only wait on each other, badly on a busy machine
+    try:
+        model.train()
+        for _ in range(steps):
+            loss = model(input_ids=ids, labels=labels).loss
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    finally:
+        torch.set_num_threads(threads)
+    model.eval()
+    model.save_pretrained(folder, safe_serialization=True)
+    return folder
+
+
 # ---------------------------------------------------------------- driving a runner without the engine
 
 
@@ -128,8 +169,9 @@ def drive(
             computed[item.slot] += len(item.tokens)
             del pending[item.slot][: len(item.tokens)]
             if item.slot in sampled:
-                out[item.slot].append(sampled[item.slot])
-                pending[item.slot] = [sampled[item.slot]]
+                (token,) = sampled[item.slot]  # no drafts here: one token each
+                out[item.slot].append(token)
+                pending[item.slot] = [token]
         step += 1
     return out
 
@@ -147,7 +189,7 @@ def answer_alone(runner: HfRunner, tokens: list[int], params: SamplingParams) ->
     detokenizer, text = runner.detokenizer(), ""
     work = [SlotWork(0, tokens, 0, True)]
     for count in range(max_new_tokens):
-        token = runner.forward(work)[0]
+        token = runner.forward(work)[0][0]
         if runner.is_end_of_generation(token):
             break
         text += detokenizer.add(token)

@@ -49,7 +49,7 @@ def runner(default_model: str):
 def _prefill(runner: LlamaCppRunner, slot: int, tokens: list[int], params: SamplingParams = GREEDY) -> int:
     runner.clear_slot(slot)
     runner.begin_turn(slot, params)
-    return runner.forward([SlotWork(slot, tokens, 0, True)])[slot]
+    return runner.forward([SlotWork(slot, tokens, 0, True)])[slot][0]
 
 
 def _generate(runner: LlamaCppRunner, slot: int, prompt: list[int], count: int, params: SamplingParams = GREEDY) -> list[int]:
@@ -58,9 +58,15 @@ def _generate(runner: LlamaCppRunner, slot: int, prompt: list[int], count: int, 
     produced: list[int] = []
     while len(produced) < count and not runner.is_end_of_generation(token):
         produced.append(token)
-        token = runner.forward([SlotWork(slot, [token], position, True)])[slot]
+        token = runner.forward([SlotWork(slot, [token], position, True)])[slot][0]
         position += 1
     return produced
+
+
+def _one_each(sampled: dict[int, list[int]]) -> dict[int, int]:
+    """A step without drafts gives each slot exactly one new token."""
+    assert all(len(new) == 1 for new in sampled.values()), sampled
+    return {slot: new[0] for slot, new in sampled.items()}
 
 
 def _text(runner: LlamaCppRunner, tokens: list[int]) -> str:
@@ -136,13 +142,13 @@ def _generate_together(runner: LlamaCppRunner, prompts: list[list[int]], count: 
     for slot in slots:
         runner.clear_slot(slot)
         runner.begin_turn(slot, GREEDY)
-    sampled = runner.forward([SlotWork(s, prompts[s], 0, True) for s in slots])
+    sampled = _one_each(runner.forward([SlotWork(s, prompts[s], 0, True) for s in slots]))
     produced: list[list[int]] = [[] for _ in slots]
     positions = [len(p) for p in prompts]
     for _ in range(count):
         for slot in slots:
             produced[slot].append(sampled[slot])
-        sampled = runner.forward([SlotWork(s, [sampled[s]], positions[s], True) for s in slots])
+        sampled = _one_each(runner.forward([SlotWork(s, [sampled[s]], positions[s], True) for s in slots]))
         positions = [p + 1 for p in positions]
     return produced
 
@@ -276,6 +282,6 @@ def test_a_full_cache_raises_cache_full_and_recovers_after_clearing(default_mode
         with pytest.raises(RunnerError, match="larger than the batch"):
             small.forward([SlotWork(0, tokens, 0, True)])  # refused in words, not a llama.cpp abort
         small.clear_slot(0)
-        assert isinstance(small.forward([SlotWork(0, tokens[:20], 0, True)])[0], int)
+        assert [type(token) for token in small.forward([SlotWork(0, tokens[:20], 0, True)])[0]] == [int]
     finally:
         small.close()
