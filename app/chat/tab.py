@@ -283,6 +283,8 @@ class ChatTab(QWidget):
             f"first token {stats.time_to_first_token_s * 1000:.0f} ms",
             f"{stats.reused_tokens} of {stats.prompt_tokens} prompt tokens reused",
         ]
+        if stats.acceptance is not None:
+            parts.append(f"{stats.acceptance:.0%} of {stats.drafted_tokens} drafted tokens accepted")
         if event.reason == "cancelled":
             parts.append("stopped")
         elif event.reason == "length":

@@ -86,12 +86,15 @@ class SettingsForm(QWidget):
         self.repeat_penalty_spin = double_spin(0.5, 2.0, 0.05)
         self.max_new_tokens_spin = spin(1, 1 << 20)
         self.seed_spin = spin(-1, 2**31 - 1, special="random")
+        self.speculative_combo = combo([("auto (prompt lookup)", "auto"), ("off", "off")])
+        self.speculative_combo.setToolTip("Guess the next tokens from the conversation and check them in the same "
+                                          "pass: the same answer, sooner where it repeats the conversation.")
         self.system_prompt_edit = QPlainTextEdit()
         self.system_prompt_edit.setMaximumHeight(70)
         _rows(group, (("Temperature", self.temperature_spin), ("Top-k", self.top_k_spin), ("Top-p", self.top_p_spin),
                       ("Min-p", self.min_p_spin), ("Repeat penalty", self.repeat_penalty_spin),
                       ("Max new tokens", self.max_new_tokens_spin), ("Seed", self.seed_spin),
-                      ("System prompt", self.system_prompt_edit)))
+                      ("Speculative decoding", self.speculative_combo), ("System prompt", self.system_prompt_edit)))
         return group
 
     def _device_choices(self) -> list[tuple[str, str]]:
@@ -196,7 +199,8 @@ class SettingsForm(QWidget):
     def _choices(self) -> list[tuple[QComboBox, str]]:
         return [(self.kv_type_combo, "model.kv_cache_type"), (self.quant_combo, "model.quantization"),
                 (self.dtype_combo, "model.dtype"), (self.device_combo, "model.device"),
-                (self.flash_combo, "model.flash_attention"), (self.fast_decode_combo, "model.fast_decode")]
+                (self.flash_combo, "model.flash_attention"), (self.fast_decode_combo, "model.fast_decode"),
+                (self.speculative_combo, "sampling.speculative")]
 
     def _spins(self) -> list[tuple[QSpinBox | QDoubleSpinBox, str]]:
         return [(self.gpu_layers_spin, "model.gpu_layers"), (self.threads_spin, "model.threads"),

@@ -38,8 +38,8 @@ def _model(name: str, kind: type, help: str, choices: tuple[Any, ...] = ()) -> S
     return Setting(f"model.{name}", kind, _MODEL[name], help, choices)
 
 
-def _sampling(name: str, kind: type, help: str) -> Setting:
-    return Setting(f"sampling.{name}", kind, _SAMPLING[name], help)
+def _sampling(name: str, kind: type, help: str, choices: tuple[Any, ...] = ()) -> Setting:
+    return Setting(f"sampling.{name}", kind, _SAMPLING[name], help, choices)
 
 
 # Defaults come from the engine's own dataclasses so the two can never disagree.
@@ -68,6 +68,9 @@ SETTINGS: tuple[Setting, ...] = (
     _sampling("repeat_penalty", float, "Discourage repeating recent tokens; 1: off."),
     _sampling("max_new_tokens", int, "Longest answer, in tokens."),
     Setting("sampling.seed", int, -1, "Random seed; -1: a different one each time."),
+    _sampling("speculative", str, "Speculative decoding by prompt lookup: guess the next tokens from the conversation "
+              "and check them in the same pass. The answer is the same; it comes sooner where it repeats the "
+              "conversation (edits, quotes). auto: a chat whose guesses keep missing stops guessing.", ("auto", "off")),
     Setting("chat.system_prompt", str, "You are a helpful assistant.", "The system prompt of new chats."),
     Setting("server.enabled", bool, False, "Serve the loaded model over an OpenAI-compatible HTTP API."),
     Setting("server.host", str, "127.0.0.1", "Address the API listens on; 127.0.0.1: this computer only "

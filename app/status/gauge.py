@@ -77,6 +77,8 @@ class GaugeWidget(QFrame):
         self.api_url, self.api_in_flight = "", 0  # the local API on this engine, if serving
         self.device_label, self.memory_label = QLabel("no model"), QLabel()
         self.speed_label, self.slots_label, self.model_label = QLabel(), QLabel(), ElidedLabel()
+        self.draft_label = QLabel()  # speculative decoding's acceptance, while drafts are being made
+        self.draft_label.setToolTip("prompt-lookup drafts accepted, last few seconds")
         self.memory_bar, self.sparkline = MemoryBar(self), Sparkline(self)
         self.memory_bar.setFixedSize(80, 12)
         self.device_label.setObjectName("gaugeDevice")
@@ -87,7 +89,7 @@ class GaugeWidget(QFrame):
         layout.setContentsMargins(4, 0, 4, 0)
         layout.setSpacing(8)
         for widget in (self.device_label, self.memory_bar, self.memory_label, self.sparkline,
-                       self.speed_label, self.slots_label, self.model_label):  # fmt: skip
+                       self.speed_label, self.draft_label, self.slots_label, self.model_label):  # fmt: skip
             layout.addWidget(widget)
         layout.setStretchFactor(self.model_label, 1)  # the one part that gives way when room is short
         self.setCursor(Qt.CursorShape.PointingHandCursor)
@@ -160,6 +162,9 @@ class GaugeWidget(QFrame):
         self.device_label.setText(self.device_name)
         self.memory_label.setText(text)
         self.speed_label.setText(f"{self.tokens_per_second:.1f} tok/s")
+        acceptance = self.stats.acceptance if self.stats else None
+        self.draft_label.setVisible(self.model is not None and acceptance is not None)
+        self.draft_label.setText(f"drafts {acceptance:.0%}" if acceptance is not None else "")
         self.slots_label.setText(f"slots {self._slots_text()}" + (f" · API {self.api_in_flight}" if self.api_url else ""))
         self.model_label.setText(self._model_summary(name_chars=MODEL_NAME_CHARS))  # the popup has it all
         details = self.details_html()
@@ -186,6 +191,7 @@ class GaugeWidget(QFrame):
             ("Memory", f"{text.split(' (')[0]}: model {sizes[0]}, KV cache {sizes[1]}, other {sizes[2]}"),
             ("Speed", f"{self.tokens_per_second:.1f} tok/s in total"),
             *self._per_chat_rows(),
+            ("Speculative", self._drafts_text()),
             ("Slots", f"{self._slots_text()} busy"),
             *self._api_rows(),
             ("Model", html.escape(self._model_summary())),
@@ -203,6 +209,13 @@ class GaugeWidget(QFrame):
         if not self.api_url:
             return []
         return [("Local API", f"{html.escape(self.api_url)}: {self.api_in_flight} requests in flight")]
+
+    def _drafts_text(self) -> str:
+        stats = self.stats
+        if stats is None or stats.acceptance is None:
+            return "no drafts in the last few seconds"
+        return (f"{stats.acceptance:.0%} of {stats.drafted_tokens} drafted tokens accepted in the last few seconds "
+                "(prompt lookup)")
 
     def _slots_text(self) -> str:
         if self.stats is not None:

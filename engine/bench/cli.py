@@ -10,6 +10,7 @@ from typing import Sequence
 from engine.bench.harness import BenchError
 from engine.bench.measure import measure
 from engine.bench.report import table
+from engine.bench.speculative import WORKLOADS
 from engine.paths import user_path
 
 
@@ -29,6 +30,11 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
                         help="bitsandbytes quantization for --backend hf")
     parser.add_argument("--api", action="store_true",
                         help="streaming HTTP clients against hearth-serve and llama-cpp-python's own server")
+    parser.add_argument("--workload", choices=WORKLOADS, default="chat",
+                        help="what the speculative case asks: chat (the story prompts) or edit (repeat a "
+                             "~600-token text changing one word); default chat")
+    parser.add_argument("--speculative-only", action="store_true",
+                        help="run only the speculative case (drafts off and on) and no baseline")
     args = parser.parse_args(argv)
     try:
         args.tabs = [int(part) for part in args.tabs.split(",") if part.strip()]

@@ -7,6 +7,7 @@ from typing import Any
 
 from engine.bench.harness import Bench
 from engine.bench.report import best, memory_figures
+from engine.bench.speculative import run_speculative
 from engine.bench.workloads import run_kv_reuse, run_queue, run_tabs, story_request
 from engine.protocol import CloseChat, ModelConfig, ModelInfo
 
@@ -23,17 +24,22 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         "model": info.name, "path": info.path, "backend": info.backend, "quantization": info.quantization,
         "device": "cuda" if info.device.startswith("cuda") else "cpu", "device_detail": info.device,
         "attention": info.attention, "threads": threads[0], "threads_batch": threads[1],
-        "max_tokens": args.max_tokens, "repeat": args.repeat,
-        "runs": [best([runs[i] for runs, _, _ in samples]) for i in range(len(args.tabs))],
-        "queue": best([queue_ for _, queue_, _ in samples]),
-        "kv_reuse": best([reuse for _, _, reuse in samples]),
+        "max_tokens": args.max_tokens, "repeat": args.repeat, "workload": args.workload,
+        "speculative": [best([sample["speculative"][i] for sample in samples]) for i in range(len(args.tabs))],
         "memory": memory_figures(config, measured),
     }
+    if args.speculative_only:
+        return result
+    result.update({
+        "runs": [best([sample["runs"][i] for sample in samples]) for i in range(len(args.tabs))],
+        "queue": best([sample["queue"] for sample in samples]),
+        "kv_reuse": best([sample["kv_reuse"] for sample in samples]),
+    })
     result.update(_baselines(config, info, args, threads))
     return result
 
 
-Sample = tuple[list[dict[str, Any]], dict[str, Any], dict[str, Any]]  # tabs runs, queue, kv reuse
+Sample = dict[str, Any]  # one repeat's figures: runs, queue, kv_reuse, speculative
 
 
 def _run_cases(config: ModelConfig, args: argparse.Namespace) -> tuple[ModelInfo, int, list[Sample]]:
@@ -49,14 +55,20 @@ def _run_cases(config: ModelConfig, args: argparse.Namespace) -> tuple[ModelInfo
         bench.serve([story_request("warm-up", 0, 4)])  # first graph allocations, weights paged in
         bench.loop.send(CloseChat("warm-up"))
         measured = process.memory_info().rss - before
-        samples = [(
-            [run_tabs(bench, tabs, args.max_tokens) for tabs in args.tabs],
-            run_queue(bench, 4, args.max_tokens),
-            run_kv_reuse(bench, info.context_length),
-        ) for _ in range(args.repeat)]
+        samples = [_run_once(bench, info, args) for _ in range(args.repeat)]
     finally:
         bench.loop.shutdown()
     return info, measured, samples
+
+
+def _run_once(bench: Bench, info: ModelInfo, args: argparse.Namespace) -> Sample:
+    sample: Sample = {"speculative": [run_speculative(bench, args.workload, tabs, args.max_tokens)
+                                      for tabs in args.tabs]}
+    if not args.speculative_only:
+        sample["runs"] = [run_tabs(bench, tabs, args.max_tokens) for tabs in args.tabs]
+        sample["queue"] = run_queue(bench, 4, args.max_tokens)
+        sample["kv_reuse"] = run_kv_reuse(bench, info.context_length)
+    return sample
 
 
 def _baselines(

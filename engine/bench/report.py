@@ -40,6 +40,18 @@ def table(result: dict[str, Any]) -> str:
     lines = [f"{result['model']} ({result['quantization']}, {result['device_detail']}, {result['attention']}), "
              f"{result['threads']}/{result['threads_batch']} threads, {result['max_tokens']} tokens per tab, "
              f"best of {result['repeat']}"]
+    if "runs" in result:
+        lines += _engine_lines(result)
+    lines += _speculative_lines(result)
+    if "memory" in result:
+        memory = result["memory"]
+        estimate = f"estimated {memory['estimated_bytes'] / 2**20:.0f} MiB, " if "estimated_bytes" in memory else ""
+        lines.append(f"memory: {estimate}measured {memory['measured_bytes'] / 2**20:.0f} MiB (RSS growth)")
+    return "\n".join(lines)
+
+
+def _engine_lines(result: dict[str, Any]) -> list[str]:
+    lines = []
     if "baseline_highlevel_tok_s" in result:
         lines.append(f"baseline, llama-cpp-python high-level: {result['baseline_highlevel_tok_s']:8.1f} tok/s")
     for key, name in (("baseline_generate_tok_s", "generate"), ("baseline_generate_batch_tok_s", "generate_batch")):
@@ -54,8 +66,15 @@ def table(result: dict[str, Any]) -> str:
     reuse = result["kv_reuse"]
     lines.append(f"kv reuse: {reuse['history_tokens']} history tokens, cold TTFT {reuse['cold_ttft_ms']:.0f} ms, "
                  f"warm TTFT {reuse['warm_ttft_ms']:.0f} ms ({reuse['warm_reused_tokens']} tokens reused)")
-    if "memory" in result:
-        memory = result["memory"]
-        estimate = f"estimated {memory['estimated_bytes'] / 2**20:.0f} MiB, " if "estimated_bytes" in memory else ""
-        lines.append(f"memory: {estimate}measured {memory['measured_bytes'] / 2**20:.0f} MiB (RSS growth)")
-    return "\n".join(lines)
+    return lines
+
+
+def _speculative_lines(result: dict[str, Any]) -> list[str]:
+    """Drafts off and on, decoding only (prompts were read before the clock started)."""
+    lines = [f"speculative decoding, {result['workload']} workload:",
+             f"{'tabs':>5} {'off tok/s':>10} {'on tok/s':>9} {'on/off':>7} {'drafts accepted':>16}"]
+    for case in result["speculative"]:
+        ratio = case["on_tok_s"] / case["off_tok_s"] if case["off_tok_s"] else 0.0
+        lines.append(f"{case['tabs']:>5} {case['off_tok_s']:10.1f} {case['on_tok_s']:9.1f} {ratio:6.2f}x "
+                     f"{case['acceptance']:16.0%}")
+    return lines

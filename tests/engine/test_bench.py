@@ -27,12 +27,27 @@ def test_bench_writes_every_figure(default_model: str, tmp_path: Path, capsys: p
     assert 1500 < reuse["history_tokens"] < 2500
     assert reuse["cold_ttft_ms"] > 0 and reuse["warm_ttft_ms"] > 0
     assert reuse["warm_reused_tokens"] >= reuse["history_tokens"]  # the whole first turn came from the cache
+    [speculative] = result["speculative"]
+    assert speculative["tabs"] == 1 and speculative["workload"] == "chat" == result["workload"]
+    assert speculative["off_tok_s"] > 0 and speculative["on_tok_s"] > 0 and 0 <= speculative["acceptance"] <= 1
     if "memory" in result:
         assert result["memory"]["measured_bytes"] > 0
         assert result["memory"].get("estimated_bytes", 1) > 0
 
     printed = capsys.readouterr().out
-    assert "tok/s" in printed and "kv reuse" in printed and "baseline" in printed
+    assert "tok/s" in printed and "kv reuse" in printed and "baseline" in printed and "speculative" in printed
+
+
+def test_the_edit_workload_alone_measures_drafts_off_and_on(default_model: str, tmp_path: Path) -> None:
+    out = tmp_path / "edit.json"
+    argv = ["--workload", "edit", "--speculative-only", "--tabs", "1", "--max-tokens", "24", "--repeat", "1",
+            "--model", default_model, "--threads", "1", "--json", str(out)]
+    assert bench.main(argv) == 0
+    result = json.loads(out.read_text())
+    assert "runs" not in result and "baseline_highlevel_tok_s" not in result
+    [edit] = result["speculative"]
+    assert (edit["tabs"], edit["workload"]) == (1, "edit") and edit["off_tok_s"] > 0 and edit["on_tok_s"] > 0
+    assert edit["acceptance"] > 0.5 and edit["drafted_tokens"] > 0, "the model copies the passage: drafts hold"
 
 
 def test_bench_refuses_nonsense_tab_counts(capsys: pytest.CaptureFixture[str]) -> None:

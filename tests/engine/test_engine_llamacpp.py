@@ -143,3 +143,16 @@ def test_bad_files_fail_clearly_and_the_engine_stays_usable(tmp_path, default_mo
         assert still.text == answer.text, "the kept model answers as before"
     finally:
         harness.close()
+
+
+def test_an_answer_that_copies_its_prompt_is_drafted_and_the_stats_say_how_well(engine: EngineHarness) -> None:
+    mark = engine.mark()
+    code = "def area(width, height):\n    return width * height\n\n\ndef perimeter(width, height):\n    return 2 * (width + height)\n"
+    engine.loop.send(Submit("copy", ask(f"Repeat this code exactly:\n\n```python\n{code}```"),
+                            SamplingParams(temperature=0, max_new_tokens=60)))
+    end = engine.finished("copy", mark)
+    assert "return 2 * (width + height)" in end.text
+    assert end.stats.drafted_tokens > 0 and end.stats.acceptance is not None and end.stats.acceptance > 0.5
+    stats = engine.wait_for(lambda e: type(e).__name__ == "EngineStats" and e.drafted_tokens > 0, after=mark)
+    assert 0 < stats.accepted_tokens <= stats.drafted_tokens and stats.acceptance == pytest.approx(
+        stats.accepted_tokens / stats.drafted_tokens)

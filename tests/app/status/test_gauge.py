@@ -68,3 +68,15 @@ def test_in_a_narrow_window_the_model_part_gives_way_with_an_ellipsis(qtbot) -> 
     assert shown.endswith("…") and full.startswith(shown[:-1]) and len(shown) >= 8
     right_edge = gauge.model_label.mapTo(window, gauge.model_label.rect().topRight()).x()
     assert right_edge <= window.width(), "the label ends inside the window, not cut at its edge"
+
+
+def test_the_gauge_shows_how_many_drafted_tokens_were_accepted_only_while_there_are_drafts(qtbot) -> None:
+    gauge = GaugeWidget(lambda _chat_id: "")
+    qtbot.addWidget(gauge)
+    gauge.show()
+    gauge.set_model(model_info())
+    gauge.update_stats(stats(drafted_tokens=80, accepted_tokens=58))
+    assert gauge.draft_label.isVisible() and gauge.draft_label.text() == "drafts 72%"
+    assert "72% of 80 drafted tokens accepted" in gauge.details_html()
+    gauge.update_stats(stats())
+    assert not gauge.draft_label.isVisible() and "no drafts in the last few seconds" in gauge.details_html()

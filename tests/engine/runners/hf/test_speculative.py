@@ -140,8 +140,9 @@ def _chi_square(first: list[int], second: list[int]) -> tuple[float, float]:
     return statistic, critical
 
 
-def test_a_draft_of_the_very_tokens_a_seeded_chat_samples_is_accepted_whole(tiny_model: str) -> None:
-    """Each draft position is sampled with the penalty history and random state of one token per step."""
+def test_drafts_right_and_wrong_leave_a_seeded_chat_sampling_what_it_would_without(tiny_model: str) -> None:
+    """Each draft position is sampled with the penalty history and random state of one token per step,
+    and nothing is sampled past a wrong guess."""
     config = ModelConfig(path=tiny_model, backend="hf", slots=1, context_length=256, batch_tokens=64, threads=1)
     runner = HfRunner.load(config, lambda fraction, message: None, lambda: False)
     try:
@@ -164,7 +165,9 @@ def _guess_the_reference_ahead(runner: HfRunner) -> None:
     while len(produced) < 25:  # the same answer guessed ahead, 8 tokens at a time
         position = len(tokens) + len(produced) - 1
         guess = reference[len(produced) : len(produced) + 8]
+        guess[4:5] = [token ^ 1 for token in guess[4:5]]  # the fifth guess wrong
         new = runner.forward([SlotWork(0, [produced[-1]], position, True, draft=guess)])[0]
-        assert new[:-1] == guess[: len(new) - 1]
+        assert len(new) == min(5, len(guess) + 1) and new[:-1] == guess[: len(new) - 1]
         produced += new
+        runner.remove_from(0, position + len(new))
     assert produced[:25] == reference

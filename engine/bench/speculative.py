@@ -1,0 +1,88 @@
+"""The speculative case of `python -m engine.bench`: the same turns with prompt-lookup drafts off and on.
+
+Two workloads: `chat` (the story prompts of the other cases: open-ended text,
+where drafts rarely help and must not hurt) and `edit` (a ~600-token passage
+and "repeat it exactly, changing only X", where most of the answer is in the
+prompt). Each tab count runs off, then on, in the same run. Every prompt is
+read into its chat's cache by a one-token turn first, so the timed turns
+compare decoding, the only part drafts change; the timed turn reuses all of
+its prompt but the last token.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+from typing import Any
+
+from engine.bench.harness import Bench, Turn
+from engine.bench.workloads import story_request
+from engine.protocol import ChatMessage, CloseChat, SamplingParams, Submit
+
+WORKLOADS = ("chat", "edit")
+EDIT_PASSAGE = """\
+The lighthouse at Gull Point was built in 1871 from granite quarried on the island itself. It stands
+forty-two metres tall, and its lamp could once be seen from thirty kilometres out at sea. For most of
+its life the light was kept by one family, the Marrows, who lived in the small stone cottage at the
+foot of the tower and rowed to the mainland once a week for bread, oil and letters.
+
+Every evening, an hour before sunset, the keeper climbed the one hundred and sixty steps of the spiral
+stair, trimmed the wick, polished the great glass lens and wound the clockwork that turned it. Through
+the night he returned every four hours to wind it again and to write in the logbook: the time, the
+weather, the state of the sea and the ships that passed. In fog he rang the bell by hand, once every
+thirty seconds, sometimes until morning.
+
+The logbooks survive, eighty-three of them, bound in green cloth and kept in the harbour museum. They
+record storms that tore slates from the cottage roof, a winter when the bay froze so hard that the
+keeper walked to the mainland across the ice, and the night in 1903 when the steamer Alder ran onto
+the reef below the tower. The keeper and his two sons rowed out through the surf and brought all
+nineteen of her crew ashore; the ship's bell still hangs above the cottage door.
+
+In 1958 the lamp was fitted with an electric bulb and an automatic switch, and the last keeper, Thomas
+Marrow, left the island. For twenty years nobody lived there. The cottage windows were boarded up, the
+garden went wild, and gulls nested on the gallery rail. Then a group of volunteers from the town
+began to repair the buildings, one summer at a time. They replaced the roof, painted the tower white
+again and rebuilt the jetty so that visitors could land.
+
+Today the light is still working, though it is managed from a control room two hundred kilometres
+away. On open days, the volunteers take small groups up the stair to the lamp room, where the old lens
+still turns. From the gallery you can see the whole bay: the harbour, the reef, the fishing boats
+and, on a clear day, the blue line of the far coast. Most visitors stay longer than they planned."""
+EDIT_CHANGES = (("keeper", "warden"), ("island", "isle"), ("volunteers", "helpers"), ("harbour", "port"))
+
+
+def edit_request(chat_id: str, tab: int, max_tokens: int) -> Submit:
+    old, new = EDIT_CHANGES[tab % len(EDIT_CHANGES)]
+    question = f"Repeat the following text exactly, changing only the word '{old}' to '{new}'.\n\n{EDIT_PASSAGE}"
+    return Submit(chat_id, (ChatMessage("user", question),), SamplingParams(temperature=0, max_new_tokens=max_tokens))
+
+
+def _request(workload: str, chat_id: str, tab: int, max_tokens: int) -> Submit:
+    return edit_request(chat_id, tab, max_tokens) if workload == "edit" else story_request(chat_id, tab, max_tokens)
+
+
+def _decode(bench: Bench, requests: list[Submit]) -> tuple[float, list[Turn]]:
+    """Prompts into the cache with one-token turns, then the timed turns: seconds, turns."""
+    bench.serve([replace(r, sampling=replace(r.sampling, max_new_tokens=1)) for r in requests])
+    started = time.perf_counter()
+    turns = bench.serve(requests)
+    elapsed = time.perf_counter() - started
+    for request in requests:
+        bench.loop.send(CloseChat(request.chat_id))
+    return elapsed, turns
+
+
+def run_speculative(bench: Bench, workload: str, tabs: int, max_tokens: int) -> dict[str, Any]:
+    """Aggregate decode tokens/s with drafts off and on, and the share of drafted tokens accepted."""
+    result: dict[str, Any] = {"tabs": tabs, "workload": workload}
+    for mode in ("off", "auto"):
+        requests = [_request(workload, f"spec-{mode}-{tabs}-{i}", i, max_tokens) for i in range(tabs)]
+        requests = [replace(r, sampling=replace(r.sampling, speculative=mode)) for r in requests]
+        elapsed, turns = _decode(bench, requests)
+        stats = [t.finished.stats for t in turns if t.finished]
+        result["on_tok_s" if mode == "auto" else "off_tok_s"] = sum(s.generated_tokens for s in stats) / elapsed
+        if mode == "auto":
+            drafted = sum(s.drafted_tokens for s in stats)
+            result["acceptance"] = sum(s.accepted_tokens for s in stats) / drafted if drafted else 0.0
+            result["drafted_tokens"] = drafted
+    return result
