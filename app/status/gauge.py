@@ -214,8 +214,7 @@ class GaugeWidget(QFrame):
         stats = self.stats
         if stats is None or stats.acceptance is None:
             return "no drafts in the last few seconds"
-        return (f"{stats.acceptance:.0%} of {stats.drafted_tokens} drafted tokens accepted in the last few seconds "
-                "(prompt lookup)")
+        return f"prompt lookup: {stats.acceptance:.0%} of {stats.drafted_tokens} drafted tokens accepted"
 
     def _slots_text(self) -> str:
         if self.stats is not None:

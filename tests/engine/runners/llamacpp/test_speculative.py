@@ -15,7 +15,7 @@ from typing import Iterable
 import numpy as np
 import pytest
 
-from engine.protocol import ChatMessage, ModelConfig, SamplingParams
+from engine.protocol import ChatMessage, SamplingParams
 from engine.runners.base import SlotWork
 from engine.runners.llamacpp.runner import LlamaCppRunner
 from engine.scheduler import Scheduler
