@@ -47,7 +47,7 @@ def answer(runner: Runner, question: Question, max_new_tokens: int, cancelled: C
     while len(tokens) < max_new_tokens and len(prompt) + len(tokens) < runner.context_length:
         if cancelled():
             raise Cancelled()
-        token = runner.forward(work)[0]
+        (token,) = runner.forward(work)[0]  # no drafts: one new token
         steps += 1
         started = started or time.perf_counter()
         if runner.is_end_of_generation(token):
