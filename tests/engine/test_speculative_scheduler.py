@@ -177,3 +177,20 @@ def test_no_drafts_when_the_turn_says_off_or_the_runner_cannot_drop_a_tail() -> 
         assert text_of(events, "a") == QUOTE
         assert not any(runner.drafts) and finished(events, "a").stats.drafted_tokens == 0
         assert finished(events, "a").stats.acceptance is None
+
+
+def test_drafts_share_the_budget_equally_and_a_short_draft_leaves_its_part_to_the_others() -> None:
+    quotes = {f"{letter} {QUOTE}": f"{letter} {QUOTE}" for letter in "abc"}
+    runner = FakeRunner({**quotes, "d": "dd"}, slots=4, batch_tokens=16)
+    _, sequences, _ = serve(runner, {**{q[0]: f"{q}>" for q in quotes}, "d": "d>"}, cost=0.02)
+    assert [seq.output for seq in sequences.values()] == [encode(reply) for reply in [*quotes, "dd"]]
+    shared = False
+    for shape, drafts in zip(runner.steps, runner.drafts):
+        if not drafts or not all(n == 1 and sample for _, n, sample in shape):
+            continue  # a prompt was read beside them: that budget is another test's
+        budget, sizes = 16 - len(shape), sorted(n for _, n, _ in drafts)
+        for index, size in enumerate(sizes):  # shortest first, none more than an equal part of what is left
+            assert size <= (budget - sum(sizes[:index])) // (len(shape) - index), f"unfair: {drafts}"
+        shared |= len(drafts) > 1 and sizes[-1] > budget // len(shape)
+    assert shared, "a chat with a short draft left its part to another"
+    assert max(n for step in runner.drafts for _, n, _ in step) == 16 - 1, "a chat alone may take the whole budget"
