@@ -16,9 +16,10 @@ the running machine: about half a token on a 2-core CPU, almost nothing on a
 GPU). The chance that draft token i is used is p**i, p being the chat's recent
 rate of drafted tokens accepted given the ones before were (kept per n-gram
 length: a 3-token match predicts better than a 1-token one). So the draft is
-as long as p**i stays above the ratio. A chat whose guesses miss stops drafting
-and tries a single token again after a pause that doubles with each miss:
-open-ended chat then costs almost nothing.
+as long as p**i stays above the ratio. A chat whose drafts do not pay stops
+drafting and tries a single token again after a pause, which doubles with each
+miss: open-ended chat, or a machine where a draft token costs nearly what a
+generated one does, then loses almost nothing.
 """
 
 from __future__ import annotations
@@ -124,8 +125,11 @@ class Speculator:
         self.accepted += accepted
         if odds.worth_drafting(self._ratio) > 0:
             self.next_pause = FIRST_PAUSE
-        elif accepted < drafted:  # a miss where drafting does not pay: wait before the next try
-            self.pause = self.next_pause
+            return
+        # Drafting does not pay (yet): even a guess that held cost nearly a token, so wait before
+        # the next one; after a miss, twice as long as last time.
+        self.pause = self.next_pause
+        if accepted < drafted:
             self.next_pause = min(MAX_PAUSE, self.next_pause * 2)
 
 
@@ -142,6 +146,7 @@ class StepCost:
     sum_y: float = 0.0
     sum_xx: float = 0.0
     sum_xy: float = 0.0
+    fit: tuple[float, float] | None = None  # (fixed, per_token) from the last steps of spread sizes
 
     def observe(self, tokens: int, prompt_tokens: int, seconds: float) -> None:
         if prompt_tokens > 0:
@@ -155,15 +160,23 @@ class StepCost:
 
     def ratio(self, decoding: int) -> float:
         """What one more token adds to a step of `decoding` one-token chats, over the time per generated token."""
-        if self.weight < MIN_TIMED_STEPS:
+        self._refit()
+        if self.fit is None:
             return DEFAULT_COST_RATIO
-        mean_x, mean_y = self.sum_x / self.weight, self.sum_y / self.weight
-        spread = self.sum_xx / self.weight - mean_x * mean_x
-        if spread < MIN_SPREAD:
-            return DEFAULT_COST_RATIO  # every step had the same size: nothing to tell the parts apart
-        per_token = (self.sum_xy / self.weight - mean_x * mean_y) / spread
-        fixed = mean_y - per_token * mean_x
+        fixed, per_token = self.fit
         step = fixed + per_token * decoding
         if step <= 0.0:
             return DEFAULT_COST_RATIO
         return min(1.0, max(MIN_COST_RATIO, per_token * decoding / step))
+
+    def _refit(self) -> None:
+        """The least-squares line through the recent steps, when their sizes are spread enough to tell
+        the parts apart. Otherwise the last fit stands: steps of one size are what follows once drafts
+        stop paying, and forgetting why they stopped would start them again."""
+        if self.weight < MIN_TIMED_STEPS:
+            return
+        mean_x, mean_y = self.sum_x / self.weight, self.sum_y / self.weight
+        spread = self.sum_xx / self.weight - mean_x * mean_x
+        if spread >= MIN_SPREAD:
+            per_token = (self.sum_xy / self.weight - mean_x * mean_y) / spread
+            self.fit = (mean_y - per_token * mean_x, per_token)

@@ -79,7 +79,9 @@ def test_a_chat_whose_guesses_keep_missing_waits_longer_each_time_until_one_hold
 
     assert gaps_between_drafts(4, accepted=0) == [0, FIRST_PAUSE, 2 * FIRST_PAUSE, 4 * FIRST_PAUSE]
     assert lengths == [1] * 4, "a guess that does not pay is a single token"
-    assert gaps_between_drafts(12, accepted=9) == [8 * FIRST_PAUSE] + [0] * 11  # guesses hold: one every step
+    # Guesses hold: while the odds are still too low to pay they come at the same pause (a hit does not
+    # double it), then one every step.
+    assert gaps_between_drafts(12, accepted=9) == [8 * FIRST_PAUSE] + [16 * FIRST_PAUSE] * 2 + [0] * 9
     assert lengths[4:] == sorted(lengths[4:]) and lengths[-1] == 9, f"they grow with the odds: {lengths}"
 
 
@@ -98,3 +100,26 @@ def test_step_cost_keeps_its_default_when_every_step_had_the_same_size() -> None
     for _ in range(20):
         cost.observe(1, prompt_tokens=0, seconds=0.012)
     assert cost.ratio(1) == DEFAULT_COST_RATIO
+
+
+def test_step_cost_keeps_its_last_fit_when_the_drafts_stop_and_every_step_has_one_size() -> None:
+    cost = StepCost()
+    for tokens in [1, 3, 1, 9, 2, 17, 1, 5, 4, 1, 12, 2]:
+        cost.observe(tokens, prompt_tokens=0, seconds=0.020 + 0.018 * tokens)  # a draft token costs nearly a step
+    expensive = cost.ratio(1)
+    assert expensive == pytest.approx(0.018 / 0.038)
+    for _ in range(300):  # drafting stopped: the spread of sizes fades from the fit's memory
+        cost.observe(1, prompt_tokens=0, seconds=0.038)
+    assert cost.ratio(1) == pytest.approx(expensive), "it does not fall back to the default and start again"
+
+
+def test_a_guess_that_holds_but_does_not_pay_still_waits_before_the_next() -> None:
+    speculator = Speculator(is_end=lambda token: False)
+    speculator.lookup.extend([1, 2, 3, 4, 5, 1, 2])
+    pattern = []
+    for _ in range(40):
+        draft = speculator.propose([], room=16, cost_ratio=1.0)  # a draft token costs a whole step: never pays
+        if draft:
+            speculator.record(drafted=len(draft), accepted=len(draft))
+        pattern.append(len(draft))
+    assert sum(pattern) <= 40 // (FIRST_PAUSE + 1) + 1, f"a single guess now and then: {pattern}"
