@@ -10,7 +10,7 @@ from engine.sequence import Sequence
 from engine.speculative import StepCost
 from tests.engine.fake_runner import FakeRunner, encode
 
-GREEDY = SamplingParams(temperature=0, max_new_tokens=200)
+GREEDY = SamplingParams(temperature=0, max_new_tokens=200, speculative="auto")
 OFF = replace(GREEDY, speculative="off")
 QUOTE = "the quick brown fox jumps over the lazy dog and runs far away"
 

@@ -28,10 +28,11 @@ from tests.engine.test_speculative_scheduler import FixedCost  # noqa: E402
 
 pytestmark = pytest.mark.hf
 
-GREEDY = SamplingParams(temperature=0.0, repeat_penalty=1.0, max_new_tokens=40)
+GREEDY = SamplingParams(temperature=0.0, repeat_penalty=1.0, max_new_tokens=40, speculative="auto")
 QUESTIONS = ["What is the capital of France?", CORPUS[3], "Tell me about cats and dogs.", "Once upon a time"]
 # Sampling wide open (no top-k/p/min-p cut) and hot, so drafts are sometimes accepted and sometimes not.
-HOT = SamplingParams(temperature=1.5, top_k=0, top_p=1.0, min_p=0.0, repeat_penalty=1.0, max_new_tokens=4)
+HOT = SamplingParams(temperature=1.5, top_k=0, top_p=1.0, min_p=0.0, repeat_penalty=1.0, max_new_tokens=4,
+                     speculative="auto")
 SEEDS = 300  # per side
 # Two-sample chi-square, 1 in 1,000 to fail by chance: the critical value from the Wilson-Hilferty
 # approximation (scipy is not a dependency); the seeds are fixed, so the test is deterministic.
