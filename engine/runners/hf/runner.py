@@ -18,6 +18,7 @@ import inspect
 from dataclasses import replace
 from typing import Any, Callable, Sequence
 
+import numpy as np
 import torch
 
 from engine.chat_template import end_markers, render_chat
@@ -64,6 +65,7 @@ class HfRunner:
         self._decode_label = "eager"
         self._history: list[list[int]] = [[] for _ in range(self.slots)]  # the tokens each slot caches
         self._samplers = [SlotSampler(GREEDY) for _ in range(self.slots)]
+        self._last_logits: tuple[list[int], torch.Tensor] = ([], torch.empty(0))  # for last_logits()
         self.end_markers = end_markers(chat_template(self.tokenizer))
         self._eog = end_of_generation_ids(self.model, self.tokenizer)
         self._eog |= single_token_ids(self.tokenizer, self.end_markers)
@@ -182,8 +184,14 @@ class HfRunner:
         return True
 
     def copy_prefix(self, source: int, target: int, length: int) -> bool:
-        """Each slot owns its tensors here; sharing a prefix is left to llama.cpp for now."""
-        return False
+        """Copy the K/V rows of `source`'s first `length` positions into `target` (a system prompt
+        shared by several chats is computed once); False when `source` does not hold that many."""
+        if source == target or not 0 <= length <= len(self._history[source]):
+            return False
+        with torch.inference_mode():
+            self._cache.copy_prefix(source, target, length)
+        self._history[target] = self._history[source][:length]
+        return True
 
     def clear_slot(self, slot: int) -> None:
         self._history[slot] = []
@@ -200,6 +208,7 @@ class HfRunner:
         try:
             with torch.inference_mode():
                 logits, sampled_slots = self._step_logits(work)
+                self._last_logits = (sampled_slots, logits)
         except torch.cuda.OutOfMemoryError as error:
             raise RunnerError(
                 f"the GPU ran out of memory in a step of {sum(len(item.tokens) for item in work)} tokens; "
@@ -273,6 +282,13 @@ class HfRunner:
         return logits
 
     # ------------------------------------------------------------ extras
+
+    def last_logits(self, slot: int) -> np.ndarray:
+        """The logits `slot` sampled from in the last step, as a float32 numpy copy: for checks."""
+        slots, logits = self._last_logits
+        if slot not in slots:
+            raise RunnerError(f"Slot {slot} sampled nothing in the last step.")
+        return logits[slots.index(slot)].float().cpu().numpy().copy()
 
     def token_logprobs(self, tokens: Sequence[int]) -> list[float]:
         """log p(token_i | tokens before it) for i >= 1: perplexity checks."""
