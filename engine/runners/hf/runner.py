@@ -28,7 +28,7 @@ from engine.runners.base import CacheFull, Progress, RunnerError, SlotWork
 from engine.runners.hf.cache import SlotCache, StepPlan, build_plan, uses_varlen
 from engine.runners.hf.decode import StaticDecoder, choose_decode, is_decode_step
 from engine.runners.hf.load import Loaded, load
-from engine.runners.hf.quant import attention_label
+from engine.runners.hf.quant import attention_label, chosen_by_auto
 from engine.runners.hf.sampling import SlotSampler
 from engine.runners.hf.text import (
     chat_template,
@@ -135,6 +135,8 @@ class HfRunner:
         attention = attention_label(self._attention, self.device, loaded.dtype)
         if attention == "SDPA (flash kernel)":
             notes.append("steps serving several chats pass a mask, for which SDPA uses its memory-efficient kernel")
+        if config.flash_attention == "auto":
+            attention = chosen_by_auto(attention)
         if self.device.type == "cuda":
             device = f"{device} ({torch.cuda.get_device_name(self.device)})"
         return ModelInfo(
