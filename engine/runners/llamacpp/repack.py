@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import llama_cpp
-from llama_cpp._ggml import libggml
 
 from engine.catalog.gguf import read_gguf_shapes
 
@@ -71,7 +70,7 @@ def repack_overrides(path: Path) -> Overrides | None:
 
 def _repack_buffer_type() -> int | None:
     """ggml's "CPU_REPACK" buffer type, from the CPU device's list of extra buffer types."""
-    ggml = libggml
+    from llama_cpp._ggml import libggml as ggml  # only where it is needed: it loads ggml's library by name
     ggml.ggml_backend_dev_by_type.restype = ctypes.c_void_p
     ggml.ggml_backend_dev_by_type.argtypes = [ctypes.c_int]
     ggml.ggml_backend_dev_backend_reg.restype = ctypes.c_void_p
