@@ -160,7 +160,7 @@ def in_process_tab(config: ModelConfig, max_tokens: int, repeat: int) -> float:
 
 
 def measure_api(args: argparse.Namespace) -> dict[str, Any]:
-    from engine.runners.llamacpp.load import default_threads
+    from engine.runners.llamacpp.params import default_threads
 
     threads = args.threads or default_threads()[0]
     slots = max(4, *args.tabs)

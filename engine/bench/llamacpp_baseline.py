@@ -16,7 +16,7 @@ def highlevel_tokens_per_second(
 
     from engine.runners.llamacpp.load import same_model_params_for_highlevel
 
-    with same_model_params_for_highlevel():
+    with same_model_params_for_highlevel(path):
         llm = llama_cpp.Llama(model_path=path, n_ctx=4096, n_threads=threads[0], n_threads_batch=threads[1],
                               flash_attn=flash_attention, verbose=False)
     try:

@@ -14,7 +14,7 @@ from engine.protocol import CloseChat, ModelConfig, ModelInfo
 
 def measure(args: argparse.Namespace) -> dict[str, Any]:
     """Every figure under the JSON keys `--json` writes; raises BenchError when the engine fails."""
-    from engine.runners.llamacpp.load import default_threads
+    from engine.runners.llamacpp.params import default_threads
 
     threads = (args.threads, args.threads) if args.threads else default_threads()
     config = ModelConfig(path=args.model, backend=args.backend, threads=args.threads, quantization=args.quant,
@@ -78,7 +78,7 @@ def _baselines(
     if args.backend == "llamacpp":
         from engine.bench.llamacpp_baseline import highlevel_tokens_per_second
 
-        flash = info.attention == "flash attention on"
+        flash = info.attention.startswith("flash attention on")
         return {"baseline_highlevel_tok_s": highlevel_tokens_per_second(
             info.path, args.max_tokens, args.repeat, threads, flash)}
     # transformers' own generate (one request) and generate_batch (all tabs)

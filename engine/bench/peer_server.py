@@ -17,7 +17,8 @@ def main() -> None:
     from llama_cpp.server.__main__ import main as serve
 
     sys.argv[0] = "llama_cpp.server"
-    with same_model_params_for_highlevel():
+    model = sys.argv[sys.argv.index("--model") + 1] if "--model" in sys.argv[:-1] else None
+    with same_model_params_for_highlevel(model):
         serve()
 
 

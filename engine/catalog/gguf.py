@@ -109,6 +109,19 @@ def read_gguf_header(path: Path) -> tuple[dict[str, Any], list[tuple[str, int, i
     """
     from gguf import GGML_QUANT_SIZES, GGMLQuantizationType  # the format's own constants
 
+    fields, shapes = read_gguf_shapes(path)
+    tensors = []
+    for name, dims, type_name in shapes:
+        block, block_bytes = GGML_QUANT_SIZES[GGMLQuantizationType[type_name]]
+        elements = math.prod(dims)
+        tensors.append((name, elements // block * block_bytes, elements, type_name))
+    return fields, tensors
+
+
+def read_gguf_shapes(path: Path) -> tuple[dict[str, Any], list[tuple[str, tuple[int, ...], str]]]:
+    """Metadata and (name, dimensions, type) of each tensor: what read_gguf_header sums up."""
+    from gguf import GGMLQuantizationType
+
     with open(path, "rb") as stream, mmap.mmap(stream.fileno(), 0, access=mmap.ACCESS_READ) as data:
         if data[:4] != b"GGUF":
             raise ValueError(f"it starts with {bytes(data[:4])!r}, not GGUF")
@@ -120,18 +133,15 @@ def read_gguf_header(path: Path) -> tuple[dict[str, Any], list[tuple[str, int, i
             key, offset = _read_string(data, offset)
             (kind,) = struct.unpack_from("<I", data, offset)
             fields[key], offset = _read_value(data, offset + 4, kind)
-        tensors = []
+        shapes = []
         for _ in range(n_tensors):
             name, offset = _read_string(data, offset)
             (n_dims,) = struct.unpack_from("<I", data, offset)
             dims = struct.unpack_from(f"<{n_dims}Q", data, offset + 4)
             (type_id,) = struct.unpack_from("<I", data, offset + 4 + 8 * n_dims)
             offset += 4 + 8 * n_dims + 4 + 8  # dims, type, data offset
-            quant = GGMLQuantizationType(type_id)
-            block, block_bytes = GGML_QUANT_SIZES[quant]
-            elements = math.prod(dims)
-            tensors.append((name, elements // block * block_bytes, elements, quant.name))
-    return fields, tensors
+            shapes.append((name, tuple(dims), GGMLQuantizationType(type_id).name))
+    return fields, shapes
 
 
 def _read_string(data: mmap.mmap, offset: int) -> tuple[str, int]:

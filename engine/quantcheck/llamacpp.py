@@ -20,7 +20,7 @@ from engine.protocol import ModelConfig
 from engine.quantcheck.errors import Cancelled
 from engine.quantcheck.vocabulary import Vocabulary
 from engine.runners.base import RunnerError
-from engine.runners.llamacpp.info import build_info
+from engine.runners.llamacpp.info import build_info, placement
 from engine.runners.llamacpp.load import check_config, check_file, create_context, llama_log, load_failure, load_model
 from engine.runners.llamacpp.runner import LlamaCppRunner
 
@@ -98,7 +98,7 @@ class LlamaCppScorer:
         try:
             trained = int(llama_cpp.llama_model_n_ctx_train(model))
             length = min(context_length, trained) if trained > 0 else context_length
-            context = create_context(model, file, config, length)
+            context = create_context(model, file, config, length, placement(config, llama_log().since(mark))[1])
         except BaseException:
             llama_cpp.llama_model_free(model)
             raise

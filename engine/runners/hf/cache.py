@@ -256,3 +256,15 @@ class SlotCache(Cache):
 
     def nbytes(self) -> int:
         return sum(layer.nbytes() for layer in self.layers if isinstance(layer, SlotLayer))
+
+    def copy_prefix(self, source: int, target: int, length: int) -> None:
+        """Give `target` the keys and values of `source`'s first `length` positions, in every layer.
+
+        A copy, not a share: each slot owns its rows, so either may then be
+        cut or overwritten without touching the other. Positions are the same
+        in both slots, so the rotary embedding already in the keys stays right.
+        """
+        for layer in self.layers:
+            if isinstance(layer, SlotLayer) and layer.keys is not None and layer.values is not None:
+                layer.keys[target, :length] = layer.keys[source, :length]
+                layer.values[target, :length] = layer.values[source, :length]

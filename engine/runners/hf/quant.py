@@ -65,8 +65,20 @@ def flash_attn_usable(device: torch.device, dtype: torch.dtype) -> bool:
     return major >= 8  # flash-attn 2 needs Ampere or newer
 
 
-def choose_attention(device: torch.device, dtype: torch.dtype) -> str:
-    if flash_attn_usable(device, dtype):
+def choose_attention(device: torch.device, dtype: torch.dtype, setting: str = "auto") -> str:
+    """transformers' attention implementation for the flash attention setting.
+
+    "auto" takes flash-attn 2 where it can run (a CUDA GPU, half precision, the package), SDPA
+    elsewhere: on the CPU SDPA read a 1,898-token prompt at 321 tok/s against eager's 229 and
+    generated after it at 10.2 against 7.6 tok/s (2-core Intel Xeon, fp32, one thread; README).
+    """
+    usable = flash_attn_usable(device, dtype)
+    if setting == "on" and not usable:
+        raise RunnerError(
+            "Flash attention is set to on, but flash-attn 2 needs the flash-attn package, a CUDA GPU "
+            "(Ampere or newer) and fp16 or bf16 weights. Set flash attention to auto or off."
+        )
+    if usable and setting != "off":
         return "flash_attention_2"
     if hasattr(torch.nn.functional, "scaled_dot_product_attention"):
         return "sdpa"
@@ -87,6 +99,11 @@ def attention_label(implementation: str, device: torch.device, dtype: torch.dtyp
     if torch.backends.cuda.mem_efficient_sdp_enabled():
         return "SDPA (memory-efficient kernel)"
     return "SDPA (math)"
+
+
+def chosen_by_auto(label: str) -> str:
+    """The label with the note that "auto" chose it: "SDPA (math, auto)", "flash attention off (auto)"."""
+    return f"{label[:-1]}, auto)" if label.endswith(")") else f"{label} (auto)"
 
 
 def quantization_config(config: ModelConfig, device: torch.device, dtype: torch.dtype) -> tuple[Any, str]:

@@ -28,7 +28,7 @@ from engine.runners.base import PENALTY_LAST_N, CacheFull, Progress, RunnerError
 from engine.runners.hf.cache import SlotCache, StepPlan, build_plan, uses_varlen
 from engine.runners.hf.decode import StaticDecoder, choose_decode, is_decode_step
 from engine.runners.hf.load import Loaded, load
-from engine.runners.hf.quant import attention_label
+from engine.runners.hf.quant import attention_label, chosen_by_auto
 from engine.runners.hf.sampling import SlotSampler
 from engine.runners.hf.text import (
     chat_template,
@@ -136,6 +136,8 @@ class HfRunner:
         attention = attention_label(self._attention, self.device, loaded.dtype)
         if attention == "SDPA (flash kernel)":
             notes.append("steps serving several chats pass a mask, for which SDPA uses its memory-efficient kernel")
+        if config.flash_attention == "auto":
+            attention = chosen_by_auto(attention)
         if self.device.type == "cuda":
             device = f"{device} ({torch.cuda.get_device_name(self.device)})"
         return ModelInfo(
@@ -185,8 +187,14 @@ class HfRunner:
         return True
 
     def copy_prefix(self, source: int, target: int, length: int) -> bool:
-        """Each slot owns its tensors here; sharing a prefix is left to llama.cpp for now."""
-        return False
+        """Copy the K/V rows of `source`'s first `length` positions into `target` (a system prompt
+        shared by several chats is computed once); False when `source` does not hold that many."""
+        if source == target or not 0 <= length <= len(self._history[source]):
+            return False
+        with torch.inference_mode():
+            self._cache.copy_prefix(source, target, length)
+        self._history[target] = self._history[source][:length]
+        return True
 
     def clear_slot(self, slot: int) -> None:
         self._history[slot] = []

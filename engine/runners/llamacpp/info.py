@@ -15,7 +15,7 @@ import llama_cpp
 
 from engine.protocol import ModelConfig, ModelInfo
 from engine.catalog.memory import KV_BYTES_PER_ELEMENT
-from engine.runners.llamacpp.load import FLASH_ATTENTION
+from engine.runners.llamacpp.params import FLASH_ATTENTION
 
 _OFFLOADED = re.compile(r"offloaded (\d+)/(\d+) layers to GPU")
 _DEVICE = re.compile(r"using device (\w+?)(\d*) \(([^)]*)\)")
@@ -80,14 +80,15 @@ def kv_cache_bytes(model: int, cells: int, kv_cache_type: str) -> int:
 
 
 def attention(config: ModelConfig, logged: list[str]) -> str:
-    """What flash attention setting is in effect; "auto" is resolved from llama.cpp's log."""
+    """What flash attention setting is in effect, read from llama.cpp's log; "(auto)" when auto chose it."""
+    chosen = " (auto)" if config.flash_attention == "auto" else ""
     for line in reversed(logged):
         lowered = line.lower()
         if "flash attention" in lowered or "flash_attn" in lowered:
             if lowered.rstrip().endswith(("enabled", "= 1", "= true", "= on")):
-                return "flash attention on"
+                return "flash attention on" + chosen
             if lowered.rstrip().endswith(("disabled", "= 0", "= false", "= off")):
-                return "flash attention off"
+                return "flash attention off" + chosen
     asked = FLASH_ATTENTION[config.flash_attention]
     if asked == llama_cpp.LLAMA_FLASH_ATTN_TYPE_AUTO:
         return "flash attention auto"

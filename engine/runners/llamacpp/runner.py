@@ -18,7 +18,7 @@ from engine.chat_template import end_markers, render_chat
 from engine.detokenizer import ByteDetokenizer
 from engine.protocol import ChatMessage, ModelConfig, ModelInfo, SamplingParams
 from engine.runners.base import PENALTY_LAST_N, CacheFull, LoadCancelled, Progress, RunnerError, SlotWork
-from engine.runners.llamacpp.info import build_info, chat_template
+from engine.runners.llamacpp.info import build_info, chat_template, placement
 from engine.runners.llamacpp.load import check_config, check_file, create_context, llama_log, load_model
 
 
@@ -73,7 +73,8 @@ class LlamaCppRunner:
             raise LoadCancelled(f"Loading {path.name} was cancelled.")
         trained = int(llama_cpp.llama_model_n_ctx_train(model))
         context_length = min(config.context_length, trained) if trained > 0 else config.context_length
-        context = create_context(model, path, config, context_length)
+        weights_on_gpu = placement(config, llama_log().since(mark))[1]
+        context = create_context(model, path, config, context_length, weights_on_gpu)
         try:
             cells = int(llama_cpp.llama_n_ctx(context))
             info = build_info(model, path, config, context_length, cells, llama_log().since(mark))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 
@@ -103,6 +104,19 @@ def test_a_device_or_mode_that_cannot_work_is_refused_before_loading(tiny_model:
     config = ModelConfig(path=tiny_model, backend="hf", device="cuda")
     with pytest.raises(RunnerError, match="sees no CUDA GPU"):
         load_runner(config, lambda fraction, message: None, lambda: False)
+
+
+def test_flash_attention_on_where_flash_attn_cannot_run_is_refused_in_words(tiny_model: str) -> None:
+    config = ModelConfig(path=tiny_model, backend="hf", device="cpu", flash_attention="on")
+    with pytest.raises(RunnerError) as caught:
+        load_runner(config, lambda fraction, message: None, lambda: False)
+    message = str(caught.value)
+    assert "flash-attn 2 needs" in message and "CUDA GPU" in message and "auto or off" in message
+    runner = load_runner(replace(config, flash_attention="off"), lambda fraction, message: None, lambda: False)
+    try:
+        assert runner.info.attention == "SDPA (math)"  # what was asked for, so no "auto" in the gauge
+    finally:
+        runner.close()
 
 
 def test_engine_reports_each_bad_folder_and_then_serves_the_good_model(tiny_model: str, tmp_path: Path) -> None:

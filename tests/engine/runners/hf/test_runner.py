@@ -122,7 +122,7 @@ def test_text_template_detokenizer_and_end_of_generation(runner: HfRunner) -> No
 
 def test_model_info_reports_what_is_in_effect(runner: HfRunner) -> None:
     info = runner.info
-    assert (info.backend, info.device, info.quantization, info.attention) == ("hf", "cpu", "fp32", "SDPA (math)")
+    assert (info.backend, info.device, info.quantization, info.attention) == ("hf", "cpu", "fp32", "SDPA (math, auto)")
     assert info.model_bytes == runner.model.get_memory_footprint() > 0
     assert info.slots == 4 and info.context_length == 256 and info.trained_context_length == 512
     assert info.n_params == runner.model.num_parameters()

@@ -11,7 +11,8 @@ import pytest
 from engine.protocol import ChatMessage, ModelConfig, SamplingParams
 from engine.runners.base import CacheFull, RunnerError, SlotWork
 from engine.runners.llamacpp.runner import LlamaCppRunner
-from engine.runners.llamacpp.load import default_threads, llama_log, same_model_params_for_highlevel
+from engine.runners.llamacpp.load import llama_log, same_model_params_for_highlevel
+from engine.runners.llamacpp.params import default_threads
 
 GREEDY = SamplingParams(temperature=0)
 POEM = (ChatMessage("system", "You are a concise assistant."), ChatMessage("user", "Write a short poem about the sea."))
@@ -39,9 +40,10 @@ def _load(path: str, **settings: object) -> LlamaCppRunner:
     return LlamaCppRunner.load(ModelConfig(path=path, **settings), _ignore_progress, lambda: False)  # type: ignore[arg-type]
 
 
-@pytest.fixture(scope="module")
-def runner(default_model: str):
-    loaded = _load(default_model, slots=2, context_length=1024, batch_tokens=256)
+# "auto" is off on the CPU (faster there) and on on a GPU; "on" keeps the other kernel tested here.
+@pytest.fixture(scope="module", params=["auto", "on"], ids=["flash-auto", "flash-on"])
+def runner(default_model: str, request: pytest.FixtureRequest):
+    loaded = _load(default_model, slots=2, context_length=1024, batch_tokens=256, flash_attention=request.param)
     yield loaded
     loaded.close()
 
@@ -114,10 +116,10 @@ def test_greedy_tokens_follow_llama_cpp_pythons_own_greedy_generation(default_mo
         text = runner.render_chat(POEM)
         prompt = runner.tokenize(text)
         threads, threads_batch = default_threads()
-        with same_model_params_for_highlevel():
+        with same_model_params_for_highlevel(default_model):
             reference = llama_cpp.Llama(
                 model_path=default_model, n_ctx=1024, n_batch=512, n_ubatch=512, n_threads=threads,
-                n_threads_batch=threads_batch, flash_attn=runner.info.attention == "flash attention on", verbose=False,
+                n_threads_batch=threads_batch, flash_attn=runner.info.attention.startswith("flash attention on"), verbose=False,
             )
         try:
             assert reference.tokenize(text.encode("utf-8"), special=True) == prompt
@@ -239,7 +241,9 @@ def test_a_seeded_sampler_repeats_itself_and_differs_from_greedy(runner: LlamaCp
     assert first != _generate(runner, 0, prompt, 16)
 
 
-def test_model_info_describes_what_was_loaded(runner: LlamaCppRunner, default_model: str) -> None:
+def test_model_info_describes_what_was_loaded(
+    runner: LlamaCppRunner, default_model: str, request: pytest.FixtureRequest
+) -> None:
     info = runner.info
     assert info.path == default_model and info.backend == "llamacpp"
     assert info.quantization == "Q4_1"
@@ -248,7 +252,10 @@ def test_model_info_describes_what_was_loaded(runner: LlamaCppRunner, default_mo
     assert info.trained_context_length == 8192 and info.context_length == 1024 and info.slots == 2
     assert 90_000_000 < info.model_bytes < 110_000_000
     assert 130_000_000 < info.n_params < 140_000_000
-    assert info.attention == "flash attention on"  # "auto", resolved by llama.cpp and read from its log
+    # "auto": off where the weights are on the CPU (faster there), llama.cpp's own choice on a GPU
+    auto = "flash attention on (auto)" if info.gpu_offload else "flash attention off (auto)"
+    asked = request.node.callspec.params["runner"]
+    assert info.attention == (auto if asked == "auto" else "flash attention on")
     # 30 layers x 3 KV heads x (64 + 64) x 2048 cells x 2 bytes
     assert info.kv_cache_bytes == runner.kv_cache_bytes() == 30 * 3 * 128 * 2048 * 2
     if not llama_cpp.llama_supports_gpu_offload():
@@ -262,7 +269,7 @@ def test_context_is_capped_at_the_trained_length_and_kv_size_matches_llama_cpp(d
         logged = [line for line in llama_log().since(mark) if line.startswith("llama_kv_cache: size =")]
         assert capped.context_length == capped.info.context_length == 8192
         assert any("capped at 8,192" in note for note in capped.info.notes)
-        assert capped.info.attention == "flash attention on"  # auto resolved: q8_0 V needs it
+        assert capped.info.attention == "flash attention on (auto)"  # a q8_0 V cache needs it
         mib = float(logged[-1].split("=")[1].split("MiB")[0])
         assert capped.kv_cache_bytes() == pytest.approx(mib * 2**20, rel=0.001)
     finally:

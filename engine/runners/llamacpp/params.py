@@ -1,0 +1,69 @@
+"""llama.cpp's context parameters: how many threads, which attention kernel, which cache type."""
+
+from __future__ import annotations
+
+import os
+
+import llama_cpp
+
+from engine.protocol import ModelConfig
+
+KV_TYPES = {"f16": llama_cpp.GGML_TYPE_F16, "q8_0": llama_cpp.GGML_TYPE_Q8_0, "q4_0": llama_cpp.GGML_TYPE_Q4_0}
+FLASH_ATTENTION = {
+    "auto": llama_cpp.LLAMA_FLASH_ATTN_TYPE_AUTO,
+    "on": llama_cpp.LLAMA_FLASH_ATTN_TYPE_ENABLED,
+    "off": llama_cpp.LLAMA_FLASH_ATTN_TYPE_DISABLED,
+}
+
+
+def flash_attention_type(config: ModelConfig, weights_on_gpu: bool) -> int:
+    """What "auto" means here: the faster kernel for the device and cache type.
+
+    llama.cpp's own "auto" turns flash attention on everywhere. On the CPU its kernel is the slower
+    one where chats spend their time: generating after a 1,898-token prompt it ran at 9.8 tok/s
+    against 29.6 without it, and read the prompt at 77 against 82 tok/s (2-core Intel Xeon, default
+    model, f16 cache, one thread; README). A quantized V cache cannot work without it, and on a GPU
+    it is the fast kernel, so there llama.cpp decides. Either way the rounding depends a little on
+    where a chat's cells lie in the unified cache; the runner tests hold under both kernels.
+    """
+    if config.flash_attention != "auto":
+        return FLASH_ATTENTION[config.flash_attention]
+    if config.kv_cache_type != "f16":
+        return llama_cpp.LLAMA_FLASH_ATTN_TYPE_ENABLED
+    if weights_on_gpu:
+        return llama_cpp.LLAMA_FLASH_ATTN_TYPE_AUTO
+    return llama_cpp.LLAMA_FLASH_ATTN_TYPE_DISABLED
+
+
+def context_params(config: ModelConfig, context_length: int, weights_on_gpu: bool) -> llama_cpp.llama_context_params:
+    params = llama_cpp.llama_context_default_params()
+    params.n_ctx = context_length * config.slots
+    params.n_seq_max = config.slots
+    params.kv_unified = True  # one cache for all chats: a long chat may use what short ones leave
+    params.n_batch = max(config.batch_tokens, config.slots)  # every slot's decode token fits one step
+    params.n_ubatch = min(params.n_batch, 512)  # llama.cpp's default physical batch
+    if config.threads:
+        params.n_threads = params.n_threads_batch = config.threads
+    else:
+        params.n_threads, params.n_threads_batch = default_threads()
+    params.flash_attn_type = flash_attention_type(config, weights_on_gpu)
+    params.type_k = params.type_v = KV_TYPES[config.kv_cache_type]
+    params.no_perf = True
+    return params
+
+
+def default_threads() -> tuple[int, int]:
+    """Generation and prompt threads when the settings leave it open.
+
+    ggml's threads meet at a barrier many times per token; when one of them
+    loses its core to another process, all of them wait, and speed collapses
+    (measured on 2 cores beside other work: 1 thread 37-73 tok/s, 2 threads
+    0.4-8 tok/s, prompts 3-7x slower). So both leave one logical CPU to the
+    window and the rest of the system; with SMT that is still every physical core.
+    """
+    import psutil
+
+    logical = os.cpu_count() or 1
+    physical = psutil.cpu_count(logical=False) or logical
+    threads = max(1, min(physical, logical - 1))
+    return threads, threads
