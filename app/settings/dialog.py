@@ -34,6 +34,7 @@ from engine.protocol import ModelConfig
 
 Scan = Callable[[], ScanResult]
 SCANNING_HINT = "Looking for models and GPUs…"
+REMOTE_MEMORY = "The remote server holds the model and its KV cache: nothing is loaded on this computer."
 
 
 class SettingsDialog(QDialog):
@@ -142,6 +143,7 @@ class SettingsDialog(QDialog):
         self._refreshing = True
         try:
             self.form.update_availability(self.description)
+            self.models.setEnabled(not self.form.remote_chosen)  # the server has its own model list
             self._show_estimate()
         finally:
             self._refreshing = False
@@ -172,6 +174,8 @@ class SettingsDialog(QDialog):
         result = self.current_estimate()
         if result is None:
             self.memory.clear()
+            if self.form.remote_chosen:
+                self.memory.breakdown_label.setText(REMOTE_MEMORY)
             self.form.kv_note_label.clear()
             self.current_verdict = None
             return

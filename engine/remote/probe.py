@@ -50,7 +50,9 @@ def check_server(url: str, api_key: str = "", timeout_s: float = 10.0) -> Server
     if response.status_code != 200:
         return ServerCheck(False, explain_status(response.status_code, content_type, body, url),
                            latency_ms=latency_ms, status=response.status_code)
-    models = _models(response, body, content_type)
+    if looks_like_html(content_type, body):  # a router's login page, a web UI on the API's port
+        return ServerCheck(False, explain_status(200, content_type, body, url), latency_ms=latency_ms, status=200)
+    models = _models(response)
     if models is None:
         return ServerCheck(False, f"{base_url(url)} answered, but not as an OpenAI-compatible server would "
                                   f"(GET /v1/models gave no model list). Check the URL.",
@@ -61,9 +63,7 @@ def check_server(url: str, api_key: str = "", timeout_s: float = 10.0) -> Server
     return ServerCheck(True, message, tuple(models), latency_ms, 200)
 
 
-def _models(response: httpx2.Response, body: str, content_type: str) -> list[RemoteModel] | None:
-    if looks_like_html(content_type, body):
-        return None
+def _models(response: httpx2.Response) -> list[RemoteModel] | None:
     try:
         data = response.json()
     except ValueError:
