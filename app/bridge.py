@@ -34,6 +34,7 @@ from engine.protocol import (
     ModelLoaded,
     ModelLoadFailed,
     ModelLoading,
+    ReasoningText,
     SamplingParams,
     Submit,
     Token,
@@ -65,6 +66,7 @@ class EngineBridge(QObject):
     """Owns the engine thread for the life of the window; all signals arrive on the GUI thread."""
 
     token_received = Signal(str, str)  # chat_id, text
+    reasoning_received = Signal(str, str)  # chat_id, a reasoning model's thinking (kept apart from the answer)
     turn_started = Signal(object)  # TurnStarted
     turn_finished = Signal(object)  # TurnFinished
     stats_updated = Signal(object)  # EngineStats
@@ -86,6 +88,7 @@ class EngineBridge(QObject):
         self._loading = False
         self._dispatch: dict[type, Callable[[Any], None]] = {
             Token: self._on_token,
+            ReasoningText: lambda event: self.reasoning_received.emit(event.chat_id, event.text),
             TurnQueued: lambda event: None,  # a tab shows its turn once it starts
             TurnStarted: self.turn_started.emit,
             TurnFinished: self.turn_finished.emit,

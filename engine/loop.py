@@ -2,7 +2,9 @@
 
 It blocks on the inbox only when there is no work, so a Cancel lands between
 two steps. It reports through the one callable it was given and knows nothing
-of Qt.
+of Qt. A local model is a runner with its scheduler; a remote one (backend
+"remote") is a RemoteEngine in their place, which takes the same commands and
+whose step hands on what its streams delivered.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from engine.protocol import (
     EngineStats,
     Event,
     LoadModel,
+    ModelConfig,
     ModelInfo,
     ModelLoaded,
     ModelLoadFailed,
@@ -36,6 +39,7 @@ from engine.protocol import (
     TurnQueued,
     TurnStats,
 )
+from engine.remote.engine import RemoteEngine, RemoteUnavailable
 from engine.runners.base import LoadCancelled, Runner, RunnerError
 from engine.scheduler import Scheduler
 
@@ -53,6 +57,7 @@ class EngineLoop:
         self._thread: threading.Thread | None = None
         self._runner: Runner | None = None
         self._scheduler: Scheduler | None = None
+        self._remote: RemoteEngine | None = None
         self._last_stats = 0.0
         self._was_busy = False
         self._total_generated = 0
@@ -102,7 +107,7 @@ class EngineLoop:
 
     def _handle_commands(self) -> bool:
         """Apply every queued command; block only when idle. False on Shutdown."""
-        busy = self._scheduler is not None and self._scheduler.has_work()
+        busy = self._busy()
         try:
             command = self._inbox.get(block=not busy, timeout=None if not busy else 0)
         except queue.Empty:
@@ -116,21 +121,29 @@ class EngineLoop:
             except queue.Empty:
                 return True
 
+    def _busy(self) -> bool:
+        work = self._remote or self._scheduler
+        return work is not None and work.has_work()
+
     def _apply(self, command: Command) -> None:
+        work = self._remote or self._scheduler  # without a model no turn runs, so there is none to end
         if isinstance(command, LoadModel):
             self._load(command)
         elif isinstance(command, Submit):
             self._submit(command)
         elif isinstance(command, Cancel):
-            if self._scheduler is not None:  # without a model no turn runs, so there is none to end
-                self._emit_all(self._scheduler.cancel(command.chat_id))
+            if work is not None:
+                self._emit_all(work.cancel(command.chat_id))
         elif isinstance(command, CloseChat):
-            if self._scheduler is not None:
-                self._emit_all(self._scheduler.close(command.chat_id))
+            if work is not None:
+                self._emit_all(work.close(command.chat_id))
         else:  # send() refuses these; only a put around it gets here, and that is the engine's bug
             raise TypeError(f"the engine cannot apply {command!r}")
 
     def _submit(self, command: Submit) -> None:
+        if self._remote is not None:
+            self._emit_all(self._remote.submit(command))
+            return
         if self._runner is None or self._scheduler is None:
             self._refuse(command.chat_id, "No model is loaded yet. Wait for loading to finish or pick a model in Settings.")
             return
@@ -149,6 +162,9 @@ class EngineLoop:
         self._emit(TurnFinished(chat_id, "error", TurnStats(0, 0, 0, 0.0, 0.0, 0.0), "", message))
 
     def _load(self, command: LoadModel) -> None:
+        if command.config.backend == "remote":
+            self._connect(command.config)
+            return
         from engine.runners import load_runner  # backends import heavy libraries
 
         config = replace(command.config, path=user_path(command.config.path))
@@ -174,11 +190,26 @@ class EngineLoop:
             return
         self._swap_runner(runner)
 
-    def _swap_runner(self, runner: Runner) -> None:
-        if self._scheduler is not None:
-            self._emit_all(self._scheduler.cancel_all("The model was changed; send again to continue."))
+    def _connect(self, config: ModelConfig) -> None:
+        """A remote server: ask for its models (the connection test) and answer through it from now on."""
+        had_model = self._runner is not None or self._remote is not None
+        self._emit(ModelLoading(config.path, 0.0, f"Connecting to {config.path}"))
+        try:
+            remote = RemoteEngine.connect(config)
+        except RemoteUnavailable as error:
+            self._emit(ModelLoadFailed(config.path, str(error), had_model))
+            return
+        self._swap_runner(remote)
+
+    def _swap_runner(self, runner: Runner | RemoteEngine) -> None:
+        work = self._remote or self._scheduler
+        if work is not None:
+            self._emit_all(work.cancel_all("The model was changed; send again to continue."))
         self._close_runner()
-        self._runner, self._scheduler = runner, Scheduler(runner)
+        if isinstance(runner, RemoteEngine):
+            self._remote = runner
+        else:
+            self._runner, self._scheduler = runner, Scheduler(runner)
         self.model_info = runner.info
         self._emit(ModelLoaded(runner.info))
         self._emit_stats(time.perf_counter())
@@ -186,13 +217,16 @@ class EngineLoop:
     def _close_runner(self) -> None:
         if self._runner is not None:
             self._runner.close()
-        self._runner = self._scheduler = None
+        if self._remote is not None:
+            self._remote.shutdown()
+        self._runner = self._scheduler = self._remote = None
 
     def _step(self) -> None:
-        if self._scheduler is None or not self._scheduler.has_work():
+        work = self._remote or self._scheduler
+        if work is None or not work.has_work():
             return
         self.steps += 1
-        self._emit_all(self._scheduler.step())
+        self._emit_all(work.step())
 
     def _emit_all(self, events: list[Event]) -> None:
         for event in events:
@@ -201,10 +235,10 @@ class EngineLoop:
     # ------------------------------------------------------------ stats
 
     def _maybe_emit_stats(self) -> None:
-        if self._scheduler is None:
+        if self._scheduler is None and self._remote is None:
             return
         now = time.perf_counter()
-        busy = self._scheduler.has_work()
+        busy = self._busy()
         if busy and now - self._last_stats >= self._stats_interval_s or (self._was_busy and not busy):
             self._emit_stats(now)
         self._was_busy = busy
@@ -212,24 +246,17 @@ class EngineLoop:
     def _emit_stats(self, now: float) -> None:
         self._last_stats = now
         scheduler, runner = self._scheduler, self._runner
+        if self._remote is not None:
+            self._emit(self._remote_stats(now, self._remote))
+            return
         if scheduler is None or runner is None:
             return
-        log_ = scheduler.sampled_log
-        self._total_generated += len(log_)
-        self._recent.extend(log_)
-        log_.clear()
-        while self._recent and now - self._recent[0][0] > SPEED_WINDOW_S:
-            self._recent.popleft()
-        window = min(SPEED_WINDOW_S, max(now - self._recent[0][0], self._stats_interval_s)) if self._recent else 1.0
-        per_chat: dict[str, int] = {}
-        for _, chat_id in self._recent:
-            per_chat[chat_id] = per_chat.get(chat_id, 0) + 1
+        tokens_per_second, per_chat = self._speeds(now, scheduler.sampled_log, scheduler.has_work())
         drafted, accepted = self._recent_draft_counts(scheduler, now)
-        busy = scheduler.has_work()
         self._emit(
             EngineStats(
-                tokens_per_second=len(self._recent) / window if busy else 0.0,
-                chat_tokens_per_second=tuple((c, n / window) for c, n in per_chat.items()) if busy else (),
+                tokens_per_second=tokens_per_second,
+                chat_tokens_per_second=per_chat,
                 slots_busy=scheduler.slots_busy(),
                 slots_total=len(scheduler.slots),
                 kv_cache_bytes=runner.kv_cache_bytes(),
@@ -239,6 +266,29 @@ class EngineLoop:
                 accepted_tokens=accepted,
             )
         )
+
+    def _remote_stats(self, now: float, remote: RemoteEngine) -> EngineStats:
+        """No local memory to show: the server holds the model; its latency instead."""
+        tokens_per_second, per_chat = self._speeds(now, remote.sampled_log, remote.has_work())
+        busy = remote.slots_busy()
+        return EngineStats(tokens_per_second, per_chat, busy, max(busy, remote.info.slots), 0, 0,
+                           self._total_generated, remote.latency_ms)
+
+    def _speeds(self, now: float, log_: deque[tuple[float, str]], busy: bool
+                ) -> tuple[float, tuple[tuple[str, float], ...]]:
+        """All chats' and each chat's tokens/s over the last few seconds, from the tokens sampled since last time."""
+        self._total_generated += len(log_)
+        self._recent.extend(log_)
+        log_.clear()
+        while self._recent and now - self._recent[0][0] > SPEED_WINDOW_S:
+            self._recent.popleft()
+        window = min(SPEED_WINDOW_S, max(now - self._recent[0][0], self._stats_interval_s)) if self._recent else 1.0
+        per_chat: dict[str, int] = {}
+        for _, chat_id in self._recent:
+            per_chat[chat_id] = per_chat.get(chat_id, 0) + 1
+        if not busy:
+            return 0.0, ()
+        return len(self._recent) / window, tuple((c, n / window) for c, n in per_chat.items())
 
     def _recent_draft_counts(self, scheduler: Scheduler, now: float) -> tuple[int, int]:
         """Tokens drafted and accepted over the speed window: the gauge's acceptance rate."""

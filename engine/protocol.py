@@ -9,8 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal, Union
 
-Backend = Literal["llamacpp", "hf"]
-FinishReason = Literal["stop", "length", "cancelled", "context_full", "error", "closed"]
+Backend = Literal["llamacpp", "hf", "remote"]
+# interrupted: a remote stream broke off (the connection dropped, no [DONE]); the partial text is kept
+FinishReason = Literal["stop", "length", "cancelled", "context_full", "error", "closed", "interrupted"]
 Speculative = Literal["off", "auto"]
 
 
@@ -63,6 +64,12 @@ class ModelConfig:
     gguf_file: str | None = None  # hf backend loading a GGUF file, dequantized
     # decode steps replayed from CUDA graphs over a static cache: auto = on a GPU when faster and correct at load
     fast_decode: Literal["auto", "on", "off"] = "auto"
+    # remote: an OpenAI-compatible server answers (path is its base URL)
+    remote_model: str = ""  # the id from its GET /v1/models; empty: the first it lists
+    api_key: str = field(default="", repr=False)  # never in logs or reprs
+    connect_timeout_s: float = 10.0
+    first_token_timeout_s: float = 600.0  # a long prompt on a big model may take minutes
+    stall_timeout_s: float = 120.0  # silence after the first token: the stream is taken as dropped
 
 
 @dataclass(frozen=True)
@@ -172,6 +179,14 @@ class Token:
 
 
 @dataclass(frozen=True)
+class ReasoningText:
+    """A reasoning model's thinking (a remote server's `reasoning_content` / `reasoning`), kept apart from the answer."""
+
+    chat_id: str
+    text: str
+
+
+@dataclass(frozen=True)
 class TurnStats:
     prompt_tokens: int
     reused_tokens: int
@@ -195,6 +210,7 @@ class TurnFinished:
     stats: TurnStats
     text: str = ""  # the whole answer of this turn
     message: str = ""  # for a person, when reason is context_full or error
+    reasoning: str = ""  # the whole thinking of this turn, if the model showed any
 
 
 @dataclass(frozen=True)
@@ -214,6 +230,7 @@ class EngineStats:
     kv_cache_bytes: int
     model_bytes: int
     total_generated_tokens: int
+    latency_ms: float = 0.0  # remote: the server's last time to answer a request (headers), measured here
     drafted_tokens: int = 0  # over the same last few seconds as the speeds
     accepted_tokens: int = 0
 
@@ -237,6 +254,7 @@ Event = Union[
     TurnQueued,
     TurnStarted,
     Token,
+    ReasoningText,
     TurnFinished,
     ChatError,
     EngineStats,

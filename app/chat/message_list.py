@@ -50,6 +50,17 @@ class MessageCard(QFrame):
         self.branch_bar = BranchBar(self)
         self.edit_button = self._tool_button("Edit", "Edit this message and send it as a new branch", self.edit_requested)
         self.delete_button = self._tool_button("Delete", "Delete this message and everything below it", self.delete_requested)
+        self.thinking_button = QToolButton()
+        self.thinking_button.setCheckable(True)
+        self.thinking_button.setAutoRaise(True)
+        self.thinking_button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        self.thinking_button.setArrowType(Qt.ArrowType.RightArrow)
+        self.thinking_button.toggled.connect(self._on_thinking_toggled)
+        self.thinking = QLabel()
+        self.thinking.setProperty("role", "hint")
+        self.thinking.setWordWrap(True)
+        self.thinking.setTextFormat(Qt.TextFormat.PlainText)
+        self.thinking.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.browser = MessageBrowser(self)
         self.browser.code_copy_requested.connect(self.copy_code)
         self.footer = QLabel()
@@ -57,6 +68,8 @@ class MessageCard(QFrame):
         self.footer.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.footer.hide()
         self._build_layout()
+        self.thinking_button.hide()
+        self.thinking.hide()
         # Only now: showing a widget that has no parent yet would open it as a window of its own.
         self.edit_button.setVisible(role == "user")
         self.delete_button.setVisible(role in ("user", "assistant"))
@@ -73,6 +86,8 @@ class MessageCard(QFrame):
         layout.setContentsMargins(10, 6, 10, 6)
         layout.setSpacing(2)
         layout.addLayout(header)
+        layout.addWidget(self.thinking_button)
+        layout.addWidget(self.thinking)
         layout.addWidget(self.browser)
         layout.addWidget(self.footer)
 
@@ -89,6 +104,17 @@ class MessageCard(QFrame):
 
     def text(self) -> str:
         return self.browser.markdown_text()
+
+    def set_thinking(self, text: str) -> None:
+        """A reasoning model's thinking, collapsed under a "Thinking" toggle; never mixed into the answer."""
+        self.thinking.setText(text.strip())
+        self.thinking_button.setText(f"Thinking ({len(text.split())} words)")
+        self.thinking_button.setVisible(bool(text.strip()))
+        self.thinking.setVisible(bool(text.strip()) and self.thinking_button.isChecked())
+
+    def _on_thinking_toggled(self, shown: bool) -> None:
+        self.thinking_button.setArrowType(Qt.ArrowType.DownArrow if shown else Qt.ArrowType.RightArrow)
+        self.thinking.setVisible(shown and bool(self.thinking.text()))
 
     def set_footer(self, text: str) -> None:
         self.footer.setText(text)

@@ -61,7 +61,9 @@ class ChatTab(QWidget):
         self.answering = False
         self._bridge, self._defaults = bridge, defaults
         self._pending: list[str] = []
+        self._pending_reasoning: list[str] = []
         self._answer_text = ""
+        self._reasoning_text = ""
         self._answer_card: MessageCard | None = None
         self._dirty = False
         self._error_shown = False
@@ -189,10 +191,16 @@ class ChatTab(QWidget):
     def on_token(self, text: str) -> None:
         self._pending.append(text)
 
+    def on_reasoning(self, text: str) -> None:
+        """A reasoning model thinking aloud: collected into the answer's collapsed Thinking block."""
+        self._pending_reasoning.append(text)
+
     def on_turn_finished(self, event: TurnFinished) -> None:
         self._flush()
         text = event.text or self._answer_text
         card, self._answer_card = self._answer_card, None
+        if card is not None:
+            card.set_thinking(event.reasoning or self._reasoning_text)
         if text and card is not None:
             self.messages.append(ChatMessage("assistant", text))
             card.set_text(text)
@@ -225,7 +233,8 @@ class ChatTab(QWidget):
         sampling, system_prompt = self._defaults()
         conversation = ([ChatMessage("system", system_prompt)] if system_prompt else []) + self.messages
         self._pending.clear()
-        self._answer_text = ""
+        self._pending_reasoning.clear()
+        self._answer_text = self._reasoning_text = ""
         self._error_shown = False
         self._hide_old_footers()
         self._answer_card = self.view.add_card("assistant", "…")
@@ -234,12 +243,17 @@ class ChatTab(QWidget):
         self._bridge.submit(self.chat_id, conversation, sampling)
 
     def _flush(self) -> None:
+        if self._pending_reasoning:
+            self._reasoning_text += "".join(self._pending_reasoning)
+            self._pending_reasoning.clear()
+            self._dirty = True
         if self._pending:
             self._answer_text += "".join(self._pending)
             self._pending.clear()
             self._dirty = True
         if self._dirty and self.isVisible() and self._answer_card is not None:
-            self._answer_card.set_text(self._answer_text)
+            self._answer_card.set_text(self._answer_text or ("…" if self._reasoning_text else ""))
+            self._answer_card.set_thinking(self._reasoning_text)
             self._dirty = False
 
     def showEvent(self, event: QShowEvent) -> None:  # noqa: N802 - Qt override
@@ -289,4 +303,6 @@ class ChatTab(QWidget):
             parts.append("stopped")
         elif event.reason == "length":
             parts.append("reached the token limit")
+        elif event.reason == "interrupted":
+            parts.append("interrupted: Regenerate to answer again")
         return " · ".join(parts)

@@ -38,7 +38,7 @@ P = ParamSpec("P")
 Failed = Callable[[str], None]
 StoreMethod = Callable[Concatenate[HistoryStore, P], T]
 # Answers that ended without finishing stay visibly cut short.
-_INTERRUPTED_REASONS = frozenset({"error", "closed"})
+_INTERRUPTED_REASONS = frozenset({"error", "closed", "interrupted"})
 
 
 class HistoryClient(QObject):

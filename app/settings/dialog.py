@@ -25,7 +25,7 @@ from app.settings.memory_section import MemorySection
 from app.settings.model_list import ModelList
 from app.settings.model_scan import ModelScan, ScanResult, scan_machine
 from app.settings.server_section import ServerSection
-from app.settings.store import Settings, engine_inputs, server_options
+from app.settings.store import Settings, engine_inputs, remote_config, server_options
 from engine.catalog.default_model import default_model_path
 from engine.catalog.description import ModelDescription, ModelEntry
 from engine.catalog.devices import DeviceMemory, system_memory
@@ -34,6 +34,7 @@ from engine.protocol import ModelConfig
 
 Scan = Callable[[], ScanResult]
 SCANNING_HINT = "Looking for models and GPUs…"
+REMOTE_MEMORY = "The remote server holds the model and its KV cache: nothing is loaded on this computer."
 
 
 class SettingsDialog(QDialog):
@@ -142,6 +143,7 @@ class SettingsDialog(QDialog):
         self._refreshing = True
         try:
             self.form.update_availability(self.description)
+            self.models.setEnabled(not self.form.remote_chosen)  # the server has its own model list
             self._show_estimate()
         finally:
             self._refreshing = False
@@ -149,14 +151,16 @@ class SettingsDialog(QDialog):
     def current_config(self) -> ModelConfig:
         scratch = Settings(self.settings.path, self.settings.as_dict())
         self._collect(scratch)
+        if self.form.remote_chosen:
+            return remote_config(scratch, self.form.remote.api_key)
         return engine_inputs(scratch, self.default_path)[0]
 
     def current_estimate(self) -> Estimate | None:
         if self.description is None:
             return None
         config = self.current_config()
-        if config.backend == "llamacpp" and self.description.kind != "gguf":
-            return None
+        if config.backend == "remote" or config.backend == "llamacpp" and self.description.kind != "gguf":
+            return None  # a remote server's memory is its own
         return estimate(self.description, config, has_gpu=self.form.on_gpu())
 
     def _device_memory(self, result: Estimate) -> DeviceMemory:
@@ -170,6 +174,8 @@ class SettingsDialog(QDialog):
         result = self.current_estimate()
         if result is None:
             self.memory.clear()
+            if self.form.remote_chosen:
+                self.memory.breakdown_label.setText(REMOTE_MEMORY)
             self.form.kv_note_label.clear()
             self.current_verdict = None
             return
@@ -199,8 +205,12 @@ class SettingsDialog(QDialog):
         Returns False, saving nothing, while the Local API section has a problem to fix."""
         problem = self.server.problem()
         self.server.show_problem(problem)
-        if problem:
+        remote_problem = self.form.remote.problem(self.form.remote_chosen)
+        if remote_problem:
+            self.form.remote.result_label.setText(remote_problem)
+        if problem or remote_problem:
             return False
+        self.form.remote.save_key()  # before the config is built: it carries the key to the engine
         self._collect(self.settings)
         if self.description is not None:
             self.settings.add_recent(self.description.path)

@@ -15,6 +15,7 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QFormLayout
                                QVBoxLayout, QWidget)
 
 from app.settings.capabilities import Capabilities
+from app.settings.remote_section import RemoteSection
 from app.settings.store import Settings
 from app.settings.widgets import combo, double_spin, item_enabled, select, set_item_enabled, spin
 from engine.catalog.description import ModelDescription
@@ -31,7 +32,9 @@ class SettingsForm(QWidget):
         self.capabilities, self.ram = capabilities, ram
         column = QVBoxLayout(self)
         column.setContentsMargins(0, 0, 0, 0)
-        for group in (self._build_backend_group(), self._build_device_group(), self._build_sampling_group()):
+        self.remote = RemoteSection()
+        self.device_group = self._build_device_group()
+        for group in (self._build_backend_group(), self.remote, self.device_group, self._build_sampling_group()):
             column.addWidget(group)
         self.backend_combo.currentIndexChanged.connect(self._on_backend_changed)
         for box in (self.gpu_layers_spin, self.threads_spin, self.context_spin, self.slots_spin):
@@ -44,7 +47,8 @@ class SettingsForm(QWidget):
 
     def _build_backend_group(self) -> QGroupBox:
         group = QGroupBox("Backend and quantization")
-        self.backend_combo = combo([("llama.cpp", "llamacpp"), ("transformers", "hf")])
+        self.backend_combo = combo([("llama.cpp", "llamacpp"), ("transformers", "hf"),
+                                    ("Remote server (OpenAI-compatible)", "remote")])
         self.file_type_label = QLabel()
         self.kv_type_combo = combo([("f16", "f16"), ("q8_0", "q8_0"), ("q4_0", "q4_0")])
         self.quant_combo = combo([("none", "none"), ("8-bit (bitsandbytes)", "int8"),
@@ -124,12 +128,17 @@ class SettingsForm(QWidget):
         self.gpu_layers_spin.setMaximum(model.layers or 999)
         select(self.backend_combo, model.default_backend)
 
+    @property
+    def remote_chosen(self) -> bool:
+        return self.backend_combo.currentData() == "remote"
+
     def _on_backend_changed(self) -> None:
-        gguf = self.backend_combo.currentData() == "llamacpp"
-        for widget, visible in ((self.file_type_label, gguf), (self.kv_type_combo, gguf), (self.quant_combo, not gguf),
-                                (self.double_quant_check, not gguf), (self.dtype_combo, not gguf),
-                                (self.fast_decode_combo, not gguf)):
+        gguf, hf, remote = (self.backend_combo.currentData() == name for name in ("llamacpp", "hf", "remote"))
+        for widget, visible in ((self.file_type_label, gguf), (self.kv_type_combo, gguf), (self.quant_combo, hf),
+                                (self.double_quant_check, hf), (self.dtype_combo, hf), (self.fast_decode_combo, hf)):
             self.backend_form.setRowVisible(widget, visible)
+        self.remote.setVisible(remote)
+        self.device_group.setVisible(not remote)  # the server's machine decides all of that
         self.device_form.setRowVisible(self.gpu_layers_spin, gguf)
 
     def update_availability(self, model: ModelDescription | None) -> None:
@@ -188,6 +197,7 @@ class SettingsForm(QWidget):
         for box, key in self._spins():
             box.setValue(settings.get(key))
         self.system_prompt_edit.setPlainText(settings.get("chat.system_prompt"))
+        self.remote.load(settings)
 
     def finish_load(self, settings: Settings) -> None:
         """After the model was chosen: the settings' backend, and the context again (the model capped its maximum)."""
@@ -218,6 +228,7 @@ class SettingsForm(QWidget):
         for box, key in self._spins():
             target.set(key, box.value())
         target.set("chat.system_prompt", self.system_prompt_edit.toPlainText())
+        self.remote.collect(target)
 
 
 def _rows(group: QGroupBox, rows: tuple[tuple[str, QWidget], ...]) -> QFormLayout:

@@ -14,8 +14,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from app.settings.location import config_dir
+from app.settings.secrets import load_api_key
 from engine.paths import user_path
 from engine.protocol import ModelConfig, SamplingParams
+from engine.remote.errors import base_url
 from engine.server.options import DEFAULT_PORT, ServerOptions
 
 SCHEMA_VERSION = 1
@@ -45,8 +48,8 @@ def _sampling(name: str, kind: type, help: str, choices: tuple[Any, ...] = ()) -
 # Defaults come from the engine's own dataclasses so the two can never disagree.
 SETTINGS: tuple[Setting, ...] = (
     Setting("model.path", str, "", "The GGUF file or Hugging Face folder to load; empty: the bundled default."),
-    Setting("model.backend", str, "auto", "llama.cpp or transformers; auto: chosen from the model.",
-            ("auto", "llamacpp", "hf")),
+    Setting("model.backend", str, "auto", "llama.cpp, transformers, or a remote OpenAI-compatible server; "
+            "auto: chosen from the model.", ("auto", "llamacpp", "hf", "remote")),
     _model("context_length", int, "Tokens one chat may hold."),
     _model("slots", int, "Chats answered at the same time."),
     _model("batch_tokens", int, "Tokens one forward pass takes (llama.cpp n_batch)."),
@@ -61,6 +64,9 @@ SETTINGS: tuple[Setting, ...] = (
     _model("fast_decode", str, "transformers on a GPU: decode steps from CUDA graphs; auto: when faster at load.",
            ("auto", "on", "off")),
     Setting("model.recent", list, [], "Models loaded before, newest first."),
+    Setting("remote.url", str, "", "Base URL of the remote OpenAI-compatible server, e.g. http://gpu-box:8000/v1 "
+            "(its API key is kept in the system keyring or a private file, never here)."),
+    Setting("remote.model", str, "", "The remote server's model to chat with (from its /v1/models); empty: its first."),
     _sampling("temperature", float, "Randomness; 0 picks the most likely token."),
     _sampling("top_k", int, "Sample among the k most likely tokens; 0: all."),
     _sampling("top_p", float, "Sample among the most likely tokens up to this probability mass."),
@@ -81,15 +87,6 @@ SETTINGS: tuple[Setting, ...] = (
             "from a browser; none by default."),
 )
 BY_KEY = {setting.key: setting for setting in SETTINGS}
-
-
-def config_dir() -> Path:
-    override = os.environ.get("HEARTH_CONFIG_DIR")
-    if override:
-        return Path(user_path(override))
-    import platformdirs
-
-    return platformdirs.user_config_path("Hearth", appauthor=False)
 
 
 def settings_path() -> Path:
@@ -188,14 +185,23 @@ def _copy(value: Any) -> Any:
 
 def model_config(settings: Settings, default_path: str | None = None) -> ModelConfig:
     """The ModelConfig the settings describe; an empty path means the bundled default. Paths reach the engine absolute."""
-    path = user_path(settings.get("model.path") or default_path or "")
     backend = settings.get("model.backend")
+    if backend == "remote":
+        return remote_config(settings)
+    path = user_path(settings.get("model.path") or default_path or "")
     if backend == "auto":
         backend = "hf" if path and Path(path).is_dir() else "llamacpp"
     gguf_file = path if backend == "hf" and path.lower().endswith(".gguf") else None
     values = {name: settings.get(f"model.{name}") for name in _MODEL if f"model.{name}" in BY_KEY}
     values.update(path=path, backend=backend, threads=settings.get("model.threads") or None, gguf_file=gguf_file)
     return ModelConfig(**values)
+
+
+def remote_config(settings: Settings, api_key: str | None = None) -> ModelConfig:
+    """The remote backend: the server's base URL as the path, its model, the key from outside this file."""
+    return ModelConfig(path=base_url(settings.get("remote.url")), backend="remote",
+                       remote_model=settings.get("remote.model").strip(), slots=settings.get("model.slots"),
+                       api_key=load_api_key() if api_key is None else api_key)
 
 
 def sampling_params(settings: Settings) -> SamplingParams:

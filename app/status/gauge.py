@@ -1,5 +1,9 @@
 """The gauge in the status bar: device, memory (model and KV cache parts), tokens/s, slots, model.
 
+With a remote backend there is no local memory to show: it says "remote", the
+server, its latency (its time to answer the last request, measured here) and
+the model instead.
+
 It is driven by the engine's stats events (several a second while anything
 runs) and costs nothing when idle: the only timer keeps the 60 s sparkline
 scrolling and stops once the last minute holds no speed at all.
@@ -118,9 +122,20 @@ class GaugeWidget(QFrame):
             self._scroll_timer.start()
 
     @property
+    def remote(self) -> bool:
+        return self.model is not None and self.model.backend == "remote"
+
+    @property
+    def latency_text(self) -> str:
+        latency = self.stats.latency_ms if self.stats else 0.0
+        return f"{latency:.0f} ms" if latency else "not measured yet"
+
+    @property
     def device_name(self) -> str:
         if self.model is None:
             return "no model"
+        if self.remote:
+            return "remote"
         if self.model.gpu_offload and self.memory is not None and self.memory.kind == "VRAM":
             return f"GPU {self.memory.device}"
         return "CPU" if self.model.device.lower().startswith("cpu") else self.model.device
@@ -132,7 +147,7 @@ class GaugeWidget(QFrame):
     # ------------------------------------------------------------ rendering
 
     def _probe_memory(self) -> None:
-        if self.model is None:
+        if self.model is None or self.remote:
             self.memory = None
             return
         self.memory = snapshot(self.model.gpu_offload, gpu_index_of(self.model.device))
@@ -159,7 +174,10 @@ class GaugeWidget(QFrame):
             widget.setVisible(self.model is not None)
         parts, total, text = self._memory_parts()
         self.memory_bar.set_parts(parts, total)
+        self.memory_bar.setVisible(self.model is not None and not self.remote)
         self.device_label.setText(self.device_name)
+        if self.model is not None and self.remote:
+            text = f"{self.model.path} · latency {self.latency_text}"
         self.memory_label.setText(text)
         self.speed_label.setText(f"{self.tokens_per_second:.1f} tok/s")
         acceptance = self.stats.acceptance if self.stats else None
@@ -178,12 +196,14 @@ class GaugeWidget(QFrame):
             return ""
         backend = {"llamacpp": "llama.cpp", "hf": "transformers"}.get(model.backend, model.backend)
         name = model.name if len(model.name) <= name_chars else model.name[: name_chars - 1] + "…"
-        return f"{name} · {backend} · {model.quantization} · {model.attention}"
+        return " · ".join(part for part in (name, backend, model.quantization, model.attention) if part)
 
     def details_html(self) -> str:
         """Everything the gauge knows, for the tooltip and the popup."""
         if self.model is None:
             return "No model is loaded."
+        if self.remote:
+            return _table(self._remote_rows())
         parts, _, text = self._memory_parts()
         sizes = [format_bytes(part.size) for part in parts] or ["?"] * 3
         rows = [
@@ -202,8 +222,22 @@ class GaugeWidget(QFrame):
         if not self.model.has_chat_template:
             rows.append(("Chat template", "<br>".join(html.escape(line) for line in NO_CHAT_TEMPLATE)))
         rows += [("Note", html.escape(note)) for note in self.model.notes]
-        cells = "".join(f"<tr><td><b>{k}</b>&nbsp;&nbsp;</td><td>{v}</td></tr>" for k, v in rows)
-        return f"<table>{cells}</table>"
+        return _table(rows)
+
+    def _remote_rows(self) -> list[tuple[str, str]]:
+        assert self.model is not None
+        context = f"{self.model.context_length} tokens" if self.model.context_length else "as the server decides"
+        return [
+            ("Backend", "remote: an OpenAI-compatible server answers; nothing runs on this computer"),
+            ("Server", html.escape(self.model.path)),
+            ("Latency", f"{self.latency_text} to answer the last request"),
+            ("Model", html.escape(self.model.name)),
+            ("Speed", f"{self.tokens_per_second:.1f} tok/s in total, as received here"),
+            *self._per_chat_rows(),
+            ("Streams", f"{self.stats.slots_busy if self.stats else 0} open"),
+            *self._api_rows(),
+            ("Context", context),
+        ]
 
     def _api_rows(self) -> list[tuple[str, str]]:
         if not self.api_url:
@@ -244,3 +278,8 @@ class GaugeWidget(QFrame):
         corner = self.mapToGlobal(self.rect().topRight())
         self._popup.move(corner.x() - self._popup.width(), corner.y() - self._popup.height() - 4)
         self._popup.show()
+
+
+def _table(rows: list[tuple[str, str]]) -> str:
+    cells = "".join(f"<tr><td><b>{k}</b>&nbsp;&nbsp;</td><td>{v}</td></tr>" for k, v in rows)
+    return f"<table>{cells}</table>"

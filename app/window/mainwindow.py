@@ -104,6 +104,7 @@ class MainWindow(QMainWindow):
     def _connect_bridge(self) -> None:
         bridge, route = self.bridge, self._route
         bridge.token_received.connect(lambda chat_id, text: route(chat_id, ChatTab.on_token, text))
+        bridge.reasoning_received.connect(lambda chat_id, text: route(chat_id, ChatTab.on_reasoning, text))
         bridge.turn_finished.connect(lambda event: route(event.chat_id, ChatTab.on_turn_finished, event))
         bridge.chat_error.connect(lambda chat_id, message: route(chat_id, ChatTab.on_chat_error, message))
         bridge.stats_updated.connect(self._on_stats)

@@ -25,9 +25,12 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--threads", type=int, help="CPU threads (default: the engine's own choice)")
     parser.add_argument("--repeat", type=int, default=3, help="runs of each case; the best counts (default 3)")
     parser.add_argument("--json", help="write the figures to this file")
-    parser.add_argument("--backend", choices=("llamacpp", "hf"), default="llamacpp")
+    parser.add_argument("--backend", choices=("llamacpp", "hf", "remote"), default="llamacpp")
     parser.add_argument("--quant", choices=("none", "int8", "nf4", "fp4"), default="none",
                         help="bitsandbytes quantization for --backend hf")
+    parser.add_argument("--url", help="--backend remote: the OpenAI-compatible server's base URL")
+    parser.add_argument("--api-key", help="--backend remote: its API key")
+    parser.add_argument("--remote-model", help="--backend remote: the model id (default: the server's first)")
     parser.add_argument("--api", action="store_true",
                         help="streaming HTTP clients against hearth-serve and llama-cpp-python's own server")
     parser.add_argument("--workload", choices=WORKLOADS, default="chat",
@@ -42,6 +45,10 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
         parser.error(f"--tabs wants numbers like 1,4,8, not {args.tabs!r}")
     if not args.tabs or min(args.tabs) < 1 or args.max_tokens < 1 or args.repeat < 1:
         parser.error("--tabs, --max-tokens and --repeat must be positive")
+    if args.backend == "remote":
+        if not args.url:
+            parser.error("--backend remote needs --url, e.g. --url http://127.0.0.1:8000/v1")
+        return args
     if args.model is None:
         from engine.catalog.default_model import default_model_path
 
@@ -61,6 +68,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             result = measure_api(args)
             print(api_table(result))
+        elif args.backend == "remote":
+            from engine.bench.remote import measure_remote
+
+            result = measure_remote(args)
+            print(table(result))
         else:
             result = measure(args)
             print(table(result))

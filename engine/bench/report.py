@@ -54,9 +54,12 @@ def _engine_lines(result: dict[str, Any]) -> list[str]:
     lines = []
     if "baseline_highlevel_tok_s" in result:
         lines.append(f"baseline, llama-cpp-python high-level: {result['baseline_highlevel_tok_s']:8.1f} tok/s")
-    for key, name in (("baseline_generate_tok_s", "generate"), ("baseline_generate_batch_tok_s", "generate_batch")):
+    for key, name in (("baseline_generate_tok_s", "transformers generate"),
+                      ("baseline_generate_batch_tok_s", "transformers generate_batch"),
+                      ("baseline_sdk_tok_s", "openai client, 1 stream"),
+                      ("baseline_sdk_concurrent_tok_s", "openai client, 4 streams")):
         if key in result:
-            lines.append(f"baseline, transformers {name}: {result[key]:8.1f} tok/s")
+            lines.append(f"baseline, {name}: {result[key]:8.1f} tok/s")
     lines.append(f"{'tabs':>5} {'tok/s':>8} {'TTFT p50 ms':>12} {'TTFT p99 ms':>12}")
     for run in result["runs"]:
         lines.append(f"{run['tabs']:>5} {run['aggregate_tok_s']:8.1f} {run['ttft_ms_p50']:12.0f} "

@@ -33,6 +33,8 @@ def _failure(finished: TurnFinished) -> ApiError | None:
     """A turn the engine could not finish as an answer: the error to report instead."""
     if finished.reason == "error":
         return ApiError(500, finished.message or "The engine failed on this request.")
+    if finished.reason == "interrupted":  # the remote backend's own server broke off mid-answer
+        return ApiError(502, finished.message or "The upstream server broke off this answer.")
     if finished.reason in ("cancelled", "closed"):
         return ApiError(503, finished.message or "The answer was stopped before its end.", code="cancelled",
                         retry_after_s=RETRY_AFTER_S)

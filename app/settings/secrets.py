@@ -1,0 +1,127 @@
+"""The remote server's API key, kept out of settings.json: the system keyring where there is one, else a private file.
+
+`keyring` (optional: pip install 'hearth-chat[remote]') stores it in the
+platform's vault (macOS Keychain, Windows Credential Locker, the Secret
+Service on Linux desktops). Without keyring, or with no usable vault behind it
+(a headless Linux box), the key goes to `remote_api_key` in Hearth's config
+folder, created readable by this user only (0600 where the OS has such modes).
+`storage()` says which, for the dialog. Qt-free; read once, then cached.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from app.settings.location import config_dir
+
+log = logging.getLogger(__name__)
+SERVICE, ACCOUNT = "Hearth", "remote-server-api-key"
+FILE_NAME = "remote_api_key"
+_cache: dict[str, str] = {}
+
+
+@dataclass(frozen=True)
+class Storage:
+    kind: str  # "keyring" or "file"
+    description: str  # for the dialog
+
+
+def _keyring() -> Any | None:
+    """The keyring module when a vault that can store is behind it; None otherwise."""
+    try:
+        import keyring
+        from keyring.backends import fail
+    except ImportError:
+        return None
+    try:
+        backend = keyring.get_keyring()
+    except Exception:  # noqa: BLE001 - a broken keyring setup means: use the file
+        return None
+    if isinstance(backend, fail.Keyring) or getattr(backend, "priority", 1) <= 0:
+        return None
+    return keyring
+
+
+def key_file() -> Path:
+    return config_dir() / FILE_NAME
+
+
+def storage() -> Storage:
+    ring = _keyring()
+    if ring is not None:
+        name = type(ring.get_keyring()).__name__
+        return Storage("keyring", f"Stored in the system keyring ({name}), not in the settings file.")
+    return Storage("file", f"Stored in {key_file()}, readable by you only (no system keyring here), "
+                           f"not in the settings file.")
+
+
+def load_api_key() -> str:
+    if "key" in _cache:
+        return _cache["key"]
+    ring, key = _keyring(), ""
+    if ring is not None:
+        try:
+            key = ring.get_password(SERVICE, ACCOUNT) or ""
+        except Exception as error:  # noqa: BLE001 - a locked vault: fall back to the file
+            log.warning("could not read the API key from the keyring: %s", error)
+    if not key:
+        try:
+            key = key_file().read_text(encoding="utf-8").strip()
+        except OSError:
+            key = ""
+    _cache["key"] = key
+    return key
+
+
+def save_api_key(key: str) -> Storage:
+    """Store (or, when empty, remove) the key; returns where it went."""
+    key = key.strip()
+    _cache["key"] = key
+    ring = _keyring()
+    if ring is not None:
+        try:
+            _set_in_keyring(ring, key)
+            _remove_file()  # one place only: an old copy on disk would outlive a change
+            return storage()
+        except Exception as error:  # noqa: BLE001 - a vault refusing: the file still works
+            log.warning("could not store the API key in the keyring (%s); using a private file", error)
+    _write_private(key_file(), key)
+    return Storage("file", f"Stored in {key_file()}, readable by you only, not in the settings file.")
+
+
+def _set_in_keyring(ring: Any, key: str) -> None:
+    if key:
+        ring.set_password(SERVICE, ACCOUNT, key)
+        return
+    try:
+        ring.delete_password(SERVICE, ACCOUNT)
+    except Exception:  # noqa: BLE001 - nothing stored is what we want
+        pass
+
+
+def _write_private(path: Path, key: str) -> None:
+    if not key:
+        _remove_file()
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(path.name + ".tmp")
+    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # private from its first byte
+    with os.fdopen(descriptor, "w", encoding="utf-8") as file:
+        file.write(key)
+    os.replace(temporary, path)
+
+
+def _remove_file() -> None:
+    try:
+        key_file().unlink()
+    except OSError:
+        pass
+
+
+def forget_cache() -> None:
+    """Tests (and a changed config folder) read the key afresh."""
+    _cache.clear()
