@@ -7,7 +7,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
 # The whole app by default: llama.cpp (GGUF), transformers + bitsandbytes (torch), the
 # bundled model, NVML. Lighter: `make run EXTRAS=gguf,default-model` (no torch).
-EXTRAS ?= gguf,hf,default-model,gpu,server
+EXTRAS ?= gguf,hf,default-model,gpu,server,remote
 comma  := ,
 # One stamp per set of extras: a second `make run` with the same extras only checks it.
 STAMP   = $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))

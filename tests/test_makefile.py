@@ -25,7 +25,7 @@ def plan(target: str, venv: Path, *variables: str) -> list[str]:
 def test_a_fresh_make_test_pins_torch_before_the_hf_extra(tmp_path: Path) -> None:
     lines = plan("test", tmp_path / "venv")
     pin = next(i for i, line in enumerate(lines) if '"torch==2.13.0"' in line)
-    full = next(i for i, line in enumerate(lines) if '-e ".[gguf,hf,default-model,gpu,server]"' in line)
+    full = next(i for i, line in enumerate(lines) if '-e ".[gguf,hf,default-model,gpu,server,remote]"' in line)
     llama = next(i for i, line in enumerate(lines) if "pip-install-llama.sh" in line)
     assert pin < llama < full and "import torch" in lines[pin]  # a torch already there is kept
     assert lines[-1].endswith("-m pytest -q -p no:cacheprovider")
@@ -33,7 +33,7 @@ def test_a_fresh_make_test_pins_torch_before_the_hf_extra(tmp_path: Path) -> Non
 
 def test_make_run_installs_the_whole_app_without_a_torch_pin(tmp_path: Path) -> None:
     lines = plan("run", tmp_path / "venv")
-    assert any('-e ".[gguf,hf,default-model,gpu,server]"' in line for line in lines)
+    assert any('-e ".[gguf,hf,default-model,gpu,server,remote]"' in line for line in lines)
     assert not any("torch==" in line for line in lines)  # users get the plain requirement
     light = plan("run", tmp_path / "venv", "EXTRAS=gguf,default-model")
     assert any('-e ".[gguf,default-model]"' in line for line in light)
@@ -43,7 +43,7 @@ def test_a_second_make_run_only_starts_the_app(tmp_path: Path) -> None:
     venv = tmp_path / "venv"
     (venv / "bin").mkdir(parents=True)
     (venv / "bin" / "python").symlink_to(shutil.which("python3") or "/usr/bin/python3")
-    stamp = venv / ".installed-gguf-hf-default-model-gpu-server"
+    stamp = venv / ".installed-gguf-hf-default-model-gpu-server-remote"
     stamp.touch()
     lines = plan("run", venv)
     assert not any("pip" in line for line in lines) and lines[-1].endswith("-m app")
