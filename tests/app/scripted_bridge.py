@@ -27,6 +27,7 @@ class ScriptedBridge(QObject):
     """Records what the window asks for; the test says what the engine answers."""
 
     token_received = Signal(str, str)
+    reasoning_received = Signal(str, str)  # the remote backend's thinking; this bridge never sends any
     turn_started = Signal(object)
     turn_finished = Signal(object)
     stats_updated = Signal(object)
