@@ -29,7 +29,7 @@ DOCUMENTED_DEFAULTS = {
     "sampling.top_p": 0.95, "sampling.min_p": 0.05, "sampling.repeat_penalty": 1.1, "sampling.max_new_tokens": 512,
     "sampling.seed": -1, "sampling.speculative": "off", "chat.system_prompt": "You are a helpful assistant.",
     "server.enabled": False, "server.host": "127.0.0.1", "server.port": 8642, "server.api_key": "",
-    "server.cors_origins": [],
+    "server.cors_origins": [], "remote.url": "", "remote.model": "",
 }
 README_ROWS = (
     "| Backend | auto |", "| Context length | 4096 |", "| Parallel chats (slots) | 4 |", "| Batch tokens | 512 |",

@@ -39,9 +39,14 @@ PROMPTS = [
 ]
 
 
-@pytest.fixture(scope="module")
-def runner(default_model: str) -> Iterable[LlamaCppRunner]:
-    loaded = _load(default_model, slots=2, context_length=1024, batch_tokens=256)
+# With flash attention on, a draft's batch and a single token round alike: 0 of 8 answers parted on
+# the Intel VM. With it off (what auto picks on the CPU) ggml's matrix products for a batch of
+# several tokens round differently from one token's, by up to ~0.2 logits: 3 of 8 answers parted
+# there, each at a near-tie (gaps 0.02-0.16), and a seeded draw can move. Exactness is in one pass
+# (each accepted token is that pass's own choice); across batch shapes only the near-tie rule holds.
+@pytest.fixture(scope="module", params=["on", "auto"], ids=["flash-on", "flash-auto"])
+def runner(default_model: str, request: pytest.FixtureRequest) -> Iterable[LlamaCppRunner]:
+    loaded = _load(default_model, slots=2, context_length=1024, batch_tokens=256, flash_attention=request.param)
     yield loaded
     loaded.close()
 
@@ -84,7 +89,8 @@ def test_greedy_answers_agree_with_and_without_drafts_or_part_only_at_a_near_tie
         assert int(np.argmax(logits)) == _choice(runner, plain, first, logits), f"{text!r}: the plain run is greedy"
         assert 0.0 <= gap <= NEAR_TIE, f"{text!r}: parted at token {first}, logit gap {gap:.3f}"
         parted.append((text[:30], first, round(gap, 3)))
-    assert len(parted) <= 2, f"answers parted more often than near-ties explain: {parted}"
+    if runner.info.attention.startswith("flash attention on"):
+        assert len(parted) <= 2, f"answers parted more often than near-ties explain: {parted}"
     assert accepted >= 80, "the copying prompts had most of their answers drafted"
 
 
@@ -118,6 +124,8 @@ def test_a_rejected_draft_leaves_the_cache_as_a_run_that_never_drafted(runner: L
 def test_drafts_right_and_wrong_leave_a_seeded_chain_sampling_what_it_would_without(runner: LlamaCppRunner) -> None:
     """Penalty history and random state: each draft position is sampled as one token per step would be,
     and nothing is sampled past a wrong guess."""
+    if not runner.info.attention.startswith("flash attention on"):
+        pytest.skip("a seeded draw is bit-exact only where a batch and one token round alike (see the fixture)")
     tokens = runner.tokenize(runner.render_chat([ChatMessage("user", "Tell me a story about a dragon.")]))
     params = SamplingParams(temperature=0.9, repeat_penalty=1.5, seed=11, max_new_tokens=40)
     runner.clear_slot(0)
