@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any, Callable
 
 CHAT_TEMPLATE_KEY = "tokenizer.chat_template"
 EOS_KEY = "tokenizer.ggml.eos_token_id"
@@ -19,11 +20,21 @@ def write_without_chat_template(source: str | Path, target: Path, eos_token_id: 
     alignment = reader.get_field(gguf.Keys.General.ALIGNMENT)
     if alignment is not None:
         writer.data_alignment = int(alignment.contents())
+    copy_into(writer, reader, lambda name: not name.startswith(CHAT_TEMPLATE_KEY),  # what a base model lacks
+              {EOS_KEY: eos_token_id} if eos_token_id is not None else {})
+    return target
+
+
+def copy_into(writer: Any, reader: Any, keep: Callable[[str], bool] = lambda name: True,
+              values: dict[str, Any] | None = None) -> None:
+    """Write `reader`'s fields (those `keep` accepts; `values` replacing some) and tensors with `writer`,
+    and close it. The architecture and the GGUF.* fields are left out: the writer adds those itself."""
+    import gguf
+
     for field in reader.fields.values():
-        if field.name == gguf.Keys.General.ARCHITECTURE or field.name.startswith("GGUF.") \
-                or field.name.startswith(CHAT_TEMPLATE_KEY):
-            continue  # the writer adds the first two itself; the templates are what a base model lacks
-        value = eos_token_id if field.name == EOS_KEY and eos_token_id is not None else field.contents()
+        if field.name == gguf.Keys.General.ARCHITECTURE or field.name.startswith("GGUF.") or not keep(field.name):
+            continue
+        value = (values or {}).get(field.name, field.contents())
         sub_type = field.types[-1] if field.types[0] == gguf.GGUFValueType.ARRAY else None
         writer.add_key_value(field.name, value, field.types[0], sub_type=sub_type)
     for tensor in reader.tensors:
@@ -35,4 +46,3 @@ def write_without_chat_template(source: str | Path, target: Path, eos_token_id: 
     for tensor in reader.tensors:
         writer.write_tensor_data(tensor.data, tensor_endianess=reader.endianess)
     writer.close()
-    return target

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from engine.protocol import SamplingParams, Token, TurnFinished
+from engine.protocol import SamplingParams
 from engine.scheduler import Scheduler
 from engine.sequence import Sequence
 from engine.speculative import StepCost
 from tests.engine.fake_runner import FakeRunner, encode
+from tests.engine.test_scheduler import finished, run_until_idle, text_of
 
 GREEDY = SamplingParams(temperature=0, max_new_tokens=200, speculative="auto")
 OFF = replace(GREEDY, speculative="off")
@@ -33,20 +34,7 @@ def serve(runner: FakeRunner, prompts: dict[str, str], params: SamplingParams = 
     for chat, text in prompts.items():
         scheduler.submit(chat, encode(text), params)
         sequences[chat] = scheduler.waiting[-1]
-    events: list = []
-    for _ in range(limit):
-        if not scheduler.has_work():
-            return events, sequences, scheduler
-        events += scheduler.step()
-    raise AssertionError("scheduler never became idle")
-
-
-def text_of(events: list, chat_id: str) -> str:
-    return "".join(e.text for e in events if isinstance(e, Token) and e.chat_id == chat_id)
-
-
-def finished(events: list, chat_id: str) -> TurnFinished:
-    return next(e for e in events if isinstance(e, TurnFinished) and e.chat_id == chat_id)
+    return run_until_idle(scheduler, limit), sequences, scheduler
 
 
 def drafted(runner: FakeRunner, slot: int = 0) -> list[tuple[int, int]]:

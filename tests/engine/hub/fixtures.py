@@ -14,6 +14,7 @@ from typing import Iterator
 import pytest
 
 from tests.engine.hub.stand_in_hub import StandInFile, StandInHub
+from tests.engine.templateless_gguf import copy_into
 
 GGUF_REPO = "hearth-test/SmolLM2-135M-Instruct-GGUF"
 POPULAR_REPO = "hearth-test/Popular-Chat-GGUF"
@@ -48,21 +49,7 @@ def write_split(source: Path, target: Path, parts: int) -> list[Path]:
     arch = architecture.contents()
     per_part = -(-len(reader.tensors) // parts)
     writer = gguf.GGUFWriter(target, arch, split_max_tensors=per_part)
-    for field in reader.fields.values():
-        if field.name == gguf.Keys.General.ARCHITECTURE or field.name.startswith("GGUF."):
-            continue
-        kind = field.types[0]
-        writer.add_key_value(field.name, field.contents(), kind,
-                             sub_type=field.types[-1] if kind == gguf.GGUFValueType.ARRAY else None)
-    for tensor in reader.tensors:
-        writer.add_tensor_info(tensor.name, tensor.data.shape, tensor.data.dtype, tensor.data.nbytes,
-                               tensor.tensor_type)
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_ti_data_to_file()
-    for tensor in reader.tensors:
-        writer.write_tensor_data(tensor.data, tensor_endianess=reader.endianess)
-    writer.close()
+    copy_into(writer, reader)
     return sorted(target.parent.glob(f"{target.stem}-*-of-*.gguf"))
 
 
