@@ -149,7 +149,7 @@ def test_an_answer_that_copies_its_prompt_is_drafted_and_the_stats_say_how_well(
     mark = engine.mark()
     code = "def area(width, height):\n    return width * height\n\n\ndef perimeter(width, height):\n    return 2 * (width + height)\n"
     engine.loop.send(Submit("copy", ask(f"Repeat this code exactly:\n\n```python\n{code}```"),
-                            SamplingParams(temperature=0, max_new_tokens=60, speculative="auto")))
+                            SamplingParams(temperature=0, repeat_penalty=1.0, max_new_tokens=60, speculative="auto")))
     end = engine.finished("copy", mark)
     assert "return 2 * (width + height)" in end.text
     assert end.stats.drafted_tokens > 0 and end.stats.acceptance is not None and end.stats.acceptance > 0.5

@@ -41,6 +41,7 @@ class LlamaCppRunner:
         self._batch: llama_cpp.llama_batch | None = llama_cpp.llama_batch_init(self._capacity, 0, 1)
         self._samplers: dict[int, int] = {}
         self._fresh: set[int] = set()  # slots whose sampler has not yet seen this turn's prompt
+        self._cached: list[list[int]] = [[] for _ in range(self.slots)]  # each slot's tokens in the cache
         self._pieces: dict[int, bytes] = {}
         self._sampled_at: dict[int, int] = {}  # slot -> batch index of its logits in the last step
         self._template = chat_template(model)
@@ -143,12 +144,14 @@ class LlamaCppRunner:
         self._fresh.add(slot)
 
     def _chain_parts(self, params: SamplingParams) -> list[int]:
-        if params.greedy:
-            return [llama_cpp.llama_sampler_init_greedy()]
+        # Penalties first, also at temperature 0, as llama-server and OpenAI's API do (and the
+        # transformers runner): greedy picks the best token of the penalized logits.
         parts = []
         if params.repeat_penalty != 1.0 or params.frequency_penalty or params.presence_penalty:
             parts.append(llama_cpp.llama_sampler_init_penalties(
                 self._n_vocab, PENALTY_LAST_N, params.repeat_penalty, params.frequency_penalty, params.presence_penalty))
+        if params.greedy:
+            return [*parts, llama_cpp.llama_sampler_init_greedy()]
         seed = llama_cpp.LLAMA_DEFAULT_SEED if params.seed is None else params.seed & 0xFFFFFFFF
         parts += [
             llama_cpp.llama_sampler_init_top_k(params.top_k),
@@ -168,16 +171,21 @@ class LlamaCppRunner:
     # ------------------------------------------------------------ the cache
 
     def remove_from(self, slot: int, position: int) -> bool:
-        return bool(llama_cpp.llama_memory_seq_rm(self._memory, slot, position, -1))
+        removed = bool(llama_cpp.llama_memory_seq_rm(self._memory, slot, position, -1))
+        if removed:
+            del self._cached[slot][position:]
+        return removed
 
     def clear_slot(self, slot: int) -> None:
         llama_cpp.llama_memory_seq_rm(self._memory, slot, -1, -1)
+        self._cached[slot].clear()
 
     def copy_prefix(self, source: int, target: int, length: int) -> bool:
         """Give `target` the first `length` positions of `source`: the unified cache shares the
         cells between both sequences, so a prompt prefix computed once serves every slot."""
         llama_cpp.llama_memory_seq_rm(self._memory, target, -1, -1)
         llama_cpp.llama_memory_seq_cp(self._memory, source, target, 0, length)
+        self._cached[target] = self._cached[source][:length]
         return True
 
     def kv_cache_bytes(self) -> int:
@@ -242,8 +250,9 @@ class LlamaCppRunner:
                 raise RunnerError(f"Slot {item.slot} has no sampler: begin_turn was not called.")
             if item.draft and not (item.sample and item.tokens):
                 raise RunnerError(f"Slot {item.slot}: a draft needs a token before it and a sample after it.")
-            self._accept_prompt(item)
             fed = item.fed
+            self._cached[item.slot][item.start_pos:] = fed
+            self._accept_prompt(item)
             for offset, token in enumerate(fed):
                 token_of[index] = token
                 pos_of[index] = item.start_pos + offset
@@ -260,10 +269,12 @@ class LlamaCppRunner:
         return outputs
 
     def _accept_prompt(self, item: SlotWork) -> None:
-        # The repeat penalty should know the prompt's last tokens, as llama.cpp's own server does.
+        # The repeat penalty knows the prompt's last tokens, as llama.cpp's own server does: also
+        # those a turn found in the cache, so a reused prompt is penalized as a fresh one is.
         chain = self._samplers.get(item.slot)
         if chain and item.slot in self._fresh:
-            for token in item.tokens[-PENALTY_LAST_N:]:
+            prompt = self._cached[item.slot][: item.start_pos + len(item.tokens)]
+            for token in prompt[-PENALTY_LAST_N:]:
                 llama_cpp.llama_sampler_accept(chain, token)
 
     # ------------------------------------------------------------ the end

@@ -136,6 +136,18 @@ def test_penalties_change_what_is_picked(client) -> None:
     assert "hello" not in penalized.lower() and penalized.strip(), penalized
 
 
+def test_penalties_apply_at_temperature_0_too(client) -> None:
+    """As llama-server and OpenAI do: greedy picks the best of the penalized logits."""
+    def continuation(**penalties: float) -> str:
+        return client.completions.create(model="SmolLM2-135M-Instruct.Q4_1", prompt=" ".join(["hello"] * 10),
+                                         temperature=0, max_tokens=16, extra_body={"repeat_penalty": 1.0},
+                                         **penalties).choices[0].text
+
+    plain, penalized = continuation(), continuation(frequency_penalty=2.0, presence_penalty=2.0)
+    assert plain.startswith(" hello"), plain
+    assert "hello" not in penalized.lower() and penalized.strip(), penalized
+
+
 def test_a_full_context_ends_with_length_and_a_note(client) -> None:
     words = " ".join(["word"] * 1000)  # about 1,000 tokens of a 1,024-token context
     answer = client.completions.create(model="SmolLM2-135M-Instruct.Q4_1", prompt=words, max_tokens=500,

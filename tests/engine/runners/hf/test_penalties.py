@@ -25,3 +25,11 @@ def test_a_frequency_penalty_changes_the_pick_at_top_k_1() -> None:
     penalized = SlotSampler(SamplingParams(temperature=0.5, top_k=1, repeat_penalty=1.0, frequency_penalty=1.0, seed=1))
     assert plain.sample(logits, recent=[0]) == 0
     assert penalized.sample(logits, recent=[0]) == 1  # 5 - 1 < 4.5
+
+
+def test_greedy_picks_the_best_penalized_token() -> None:
+    """Penalties apply at temperature 0 too, as in the llama.cpp runner and OpenAI's API."""
+    logits = torch.tensor([5.0, 4.5, 0.0])
+    assert SlotSampler(SamplingParams(temperature=0, repeat_penalty=1.0)).sample(logits, recent=[0]) == 0
+    penalized = SlotSampler(SamplingParams(temperature=0, repeat_penalty=1.0, frequency_penalty=1.0))
+    assert penalized.sample(logits, recent=[0]) == 1  # 5 - 1 < 4.5

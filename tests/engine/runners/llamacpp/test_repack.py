@@ -44,7 +44,7 @@ def _next_token_log_probabilities(path: str) -> tuple[np.ndarray, list[str]]:
                                  lambda fraction, message: None, lambda: False)
     try:
         logged = llama_log().since(mark)
-        runner.begin_turn(0, SamplingParams(temperature=0))
+        runner.begin_turn(0, SamplingParams(temperature=0, repeat_penalty=1.0))
         runner.forward([SlotWork(0, runner.tokenize(runner.render_chat(FRANCE)), 0, True)])
         logits = runner.last_logits(0).astype(np.float64)
     finally:

@@ -14,7 +14,7 @@ from engine.runners.llamacpp.runner import LlamaCppRunner
 from engine.runners.llamacpp.load import llama_log, same_model_params_for_highlevel
 from engine.runners.llamacpp.params import default_threads
 
-GREEDY = SamplingParams(temperature=0)
+GREEDY = SamplingParams(temperature=0, repeat_penalty=1.0)  # the plain argmax, as the reference logits pick
 POEM = (ChatMessage("system", "You are a concise assistant."), ChatMessage("user", "Write a short poem about the sea."))
 FRANCE = (ChatMessage("system", "You are a helpful assistant."), ChatMessage("user", "What is the capital of France?"))
 # Logits, not tokens, are compared: llama.cpp's kernels differ between CPUs (AMX/AVX-512 vs AVX2) in
@@ -208,6 +208,20 @@ def test_a_prefix_copied_from_another_slot_serves_without_recomputing_it(runner:
     assert runner.remove_from(1, shared)
     runner.forward([SlotWork(1, prompt[shared:], shared, True)])
     assert _distribution_shift(expected, runner.last_logits(1)) <= LAYOUT_TOLERANCE
+
+
+def test_a_turn_that_reuses_its_cached_prompt_is_penalized_as_a_fresh_one(runner: LlamaCppRunner) -> None:
+    """The penalties see the prompt's last tokens also where the cache already held them."""
+    prompt = runner.tokenize("yes, yes, yes, yes, yes, yes, yes, yes, yes, yes, yes,")
+    yes = prompt[-2]
+    # unpenalized, " yes" leads " no" by 2.5 logits here; ten uses at 0.8 each take 8 off it
+    penalized = SamplingParams(temperature=0, repeat_penalty=1.0, frequency_penalty=0.8)
+    assert _prefill(runner, 0, prompt, GREEDY) == yes
+    cold = _prefill(runner, 0, prompt, penalized)
+    runner.remove_from(0, len(prompt) - 1)  # a new turn of the same chat: all but the last token reused
+    runner.begin_turn(0, penalized)
+    reused = runner.forward([SlotWork(0, prompt[-1:], len(prompt) - 1, True)])[0][0]
+    assert cold != yes and reused == cold
 
 
 def test_the_models_own_template_renders_system_and_user(runner: LlamaCppRunner) -> None:

@@ -23,7 +23,7 @@ from engine.sequence import Sequence
 from tests.engine.runners.llamacpp.test_runner import LAYOUT_TOLERANCE, NEAR_TIE, _distribution_shift, _load
 from tests.engine.test_speculative_scheduler import FixedCost
 
-GREEDY = SamplingParams(temperature=0, max_new_tokens=48, speculative="auto")
+GREEDY = SamplingParams(temperature=0, repeat_penalty=1.0, max_new_tokens=48, speculative="auto")  # the plain argmax
 PASSAGE = ("The old lighthouse stood on the rocks at the edge of the bay. Every night the keeper climbed "
            "the stairs, lit the lamp and watched the ships pass.")
 CODE = "def area(width, height):\n    return width * height\n\n\ndef perimeter(width, height):\n    return 2 * (width + height)\n"
