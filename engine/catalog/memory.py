@@ -45,7 +45,6 @@ class Estimate:
     overhead_bytes: int  # everything else, transient_bytes included
     gpu_bytes: int  # the part that lives on the GPU
     kv_cells: int  # positions the KV cache holds in all
-    unified: bool  # one KV cache shared by all chats (llama.cpp) or one per chat
     on_gpu: bool
     gpu_layers: int  # repeating layers on the GPU
     model: ModelDescription
@@ -66,13 +65,13 @@ class Estimate:
         return self.gpu_bytes if self.on_gpu else self.total_bytes
 
     def kv_explanation(self) -> str:
-        if self.unified and self.config.slots == 1:
+        if self.config.slots == 1:
             return f"One KV cache of {self.kv_cells:,} positions for the one chat."
-        if self.unified:
-            return (f"One KV cache of {self.kv_cells:,} positions shared by all {self.config.slots} chats "
-                    f"({self.config.context_length:,} each when all are full).")
-        grows = "" if self.on_gpu else " (on the CPU they grow as the chats do)"
-        return f"{self.config.slots} KV caches of {self.config.context_length:,} positions, one per chat{grows}."
+        if self.config.backend == "llamacpp":
+            when = ", all reserved at load"
+        else:
+            when = "" if self.on_gpu else " (on the CPU they grow as the chats do)"
+        return f"{self.config.slots} KV caches of {self.config.context_length:,} positions, one per chat{when}."
 
 
 @dataclass(frozen=True)
@@ -104,7 +103,7 @@ def kv_cache_bytes(model: ModelDescription, cells: int, bytes_per_element: float
 def _estimate_llamacpp(model: ModelDescription, config: ModelConfig, on_gpu: bool) -> Estimate:
     if model.kind != "gguf":
         raise ValueError(f"llama.cpp loads GGUF files only, not the folder {model.path}")
-    cells = config.context_length * config.slots  # unified cache: all chats share these cells
+    cells = config.context_length * config.slots  # one stream of context_length cells per chat, reserved at load
     kv = kv_cache_bytes(model, cells, KV_BYTES_PER_ELEMENT[config.kv_cache_type])
     layers = _gpu_layer_count(model, config.gpu_layers) if on_gpu else 0
     gpu_weights = sum(model.layer_bytes[model.layers - layers:]) if layers else 0
@@ -114,7 +113,7 @@ def _estimate_llamacpp(model: ModelDescription, config: ModelConfig, on_gpu: boo
     share = layers / model.layers if model.layers else 0.0
     cpu_overhead, gpu_overhead = _llamacpp_overhead(model, config, cells, layers > 0, output_on_gpu)
     gpu = gpu_weights + int(kv * share) + gpu_overhead
-    return Estimate(model.tensor_bytes, kv, cpu_overhead + gpu_overhead, gpu, cells, True, on_gpu, layers,
+    return Estimate(model.tensor_bytes, kv, cpu_overhead + gpu_overhead, gpu, cells, on_gpu, layers,
                     model, config)
 
 
@@ -161,7 +160,7 @@ def _estimate_hf(model: ModelDescription, config: ModelConfig, on_gpu: bool) -> 
     kv = kv_cache_bytes(model, config.context_length * rows, dtype_bytes)
     runtime, transient, gpu_extra = _hf_overhead(model, config, cells, dtype_bytes, weights + kv, on_gpu)
     gpu = weights + kv + transient + gpu_extra if on_gpu else 0
-    return Estimate(weights, kv, runtime + transient + gpu_extra, gpu, cells, False, on_gpu,
+    return Estimate(weights, kv, runtime + transient + gpu_extra, gpu, cells, on_gpu,
                     model.layers if on_gpu else 0, model, config, transient)
 
 

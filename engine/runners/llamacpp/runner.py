@@ -1,8 +1,9 @@
 """The llama.cpp runner: one context, one sequence per slot, one llama_decode per step.
 
 Built on llama-cpp-python's low-level bindings because its high-level `Llama`
-class decodes sequence 0 only. The KV cache is unified (`kv_unified`), so every
-slot draws cells from one pool of `context_length * slots` cells.
+class decodes sequence 0 only. Each slot has its own stream of the KV cache
+(`kv_unified` off, params.py): `context_length` cells that only its own tokens
+attend over.
 """
 
 from __future__ import annotations
@@ -181,10 +182,12 @@ class LlamaCppRunner:
         self._cached[slot].clear()
 
     def copy_prefix(self, source: int, target: int, length: int) -> bool:
-        """Give `target` the first `length` positions of `source`: the unified cache shares the
-        cells between both sequences, so a prompt prefix computed once serves every slot."""
+        """Give `target` the first `length` positions of `source`, so a prompt start computed once
+        serves every slot. Between streams llama.cpp copies whole streams (at the next decode, a
+        buffer copy: far cheaper than computing the start again); the tail past `length` goes."""
         llama_cpp.llama_memory_seq_rm(self._memory, target, -1, -1)
-        llama_cpp.llama_memory_seq_cp(self._memory, source, target, 0, length)
+        llama_cpp.llama_memory_seq_cp(self._memory, source, target, -1, -1)
+        llama_cpp.llama_memory_seq_rm(self._memory, target, length, -1)
         self._cached[target] = self._cached[source][:length]
         return True
 

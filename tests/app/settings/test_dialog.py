@@ -76,7 +76,7 @@ def test_default_gguf_fills_the_fields_from_its_metadata(make_dialog, settings: 
     assert "Q4_1" in dialog.models.list.currentItem().text()
     estimate = dialog.current_estimate()
     assert estimate is not None and estimate.kv_cache_bytes == 2 * 30 * 3 * 64 * 4096 * 4 * 2
-    assert "shared by all 4 chats" in dialog.form.kv_note_label.text()
+    assert "one per chat, all reserved at load" in dialog.form.kv_note_label.text()
     assert "360 MiB" in dialog.memory.breakdown_label.text()  # the KV cache in the breakdown
     assert dialog.memory.verdict_label.text().count("Fits.") == 1
 
@@ -96,7 +96,7 @@ def test_tiny_hf_folder_fills_the_fields(make_dialog, settings: Settings, tmp_pa
     assert estimate is not None and estimate.weights_bytes == TINY_PARAMS * 4
     assert estimate.kv_cache_bytes == 2 * 2 * 2 * 16 * 2048 * 4 * 4
     assert "f16" in dialog.models.metadata_label.text()  # as stored in the file
-    assert not estimate.unified and "one per chat" in dialog.form.kv_note_label.text()
+    assert "one per chat (on the CPU they grow" in dialog.form.kv_note_label.text()
 
 
 def test_the_estimate_follows_context_slots_and_quantization(make_dialog, settings: Settings, tmp_path: Path) -> None:

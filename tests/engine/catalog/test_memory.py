@@ -33,13 +33,13 @@ def test_kv_cache_bytes_by_hand() -> None:
 
 
 @pytest.mark.parametrize(("kv_type", "bytes_per_element"), [("f16", 2), ("q8_0", 34 / 32), ("q4_0", 18 / 32)])
-def test_llamacpp_kv_cache_is_unified_over_slots(kv_type: str, bytes_per_element: float) -> None:
+def test_llamacpp_kv_cache_is_one_stream_per_slot(kv_type: str, bytes_per_element: float) -> None:
     config = ModelConfig(path="toy.gguf", context_length=4096, slots=4, kv_cache_type=kv_type)  # type: ignore[arg-type]
     result = estimate(TOY_GGUF, config)
-    assert result.unified and result.kv_cells == 16384
+    assert result.kv_cells == 16384
     assert result.kv_cache_bytes == int(2 * 4 * 2 * 128 * 16384 * bytes_per_element)
     assert result.weights_bytes == 480 * MiB
-    assert "shared by all 4 chats" in result.kv_explanation()
+    assert result.kv_explanation() == "4 KV caches of 4,096 positions, one per chat, all reserved at load."
 
 
 def test_default_model_estimate_by_hand(default_model: str) -> None:
@@ -91,7 +91,7 @@ def test_hf_weights_by_hand_for_each_quantization() -> None:
     assert weights(quantization="fp4", double_quant=True, dtype="bfloat16") == \
         int(800_000 * (0.5 + 1 / 64 + 4 / 16384)) + 400_000
     kv = estimate(TOY_HF, ModelConfig(path="toy", backend="hf", context_length=256, slots=3))
-    assert not kv.unified and kv.kv_cache_bytes == 2 * 4 * 2 * 128 * 256 * 3 * 4
+    assert kv.kv_cache_bytes == 2 * 4 * 2 * 128 * 256 * 3 * 4
     # on a GPU the fast decode adds one spare slot row (bf16 there), unless it is off
     on_gpu = ModelConfig(path="toy", backend="hf", context_length=256, slots=3)
     assert estimate(TOY_HF, on_gpu, has_gpu=True).kv_cache_bytes == 2 * 4 * 2 * 128 * 256 * 4 * 2

@@ -24,7 +24,7 @@ FRANCE = (ChatMessage("system", "You are a helpful assistant."), ChatMessage("us
 # flash attention on and off; NEAR_TIE is 2x the largest shift known between two legitimate settings
 # (flash attention on vs off moved POEM's top two logits 0.12 apart on the AMD machine).
 NEAR_TIE = 0.25
-# Where a chat's tokens sit in the unified cache changes the order of flash attention's f16 sums:
+# Where a chat's tokens sit in its cache changes the order of flash attention's f16 sums:
 # after cache edits the head of the distribution moved by 0.30 in log-probability here (0.56 in raw
 # logits, all in the same direction). 1.0 is 3x that; a real defect (a stale tail left in the
 # cache, wrong positions) moved it by 17-22.
