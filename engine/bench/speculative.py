@@ -54,7 +54,7 @@ EDIT_CHANGES = (("keeper", "warden"), ("island", "isle"), ("volunteers", "helper
 def edit_request(chat_id: str, tab: int, max_tokens: int) -> Submit:
     old, new = EDIT_CHANGES[tab % len(EDIT_CHANGES)]
     question = f"Repeat the following text exactly, changing only the word '{old}' to '{new}'.\n\n{EDIT_PASSAGE}"
-    return Submit(chat_id, (ChatMessage("user", question),), SamplingParams(temperature=0, max_new_tokens=max_tokens))
+    return Submit(chat_id, (ChatMessage("user", question),), SamplingParams(temperature=0, repeat_penalty=1.0, max_new_tokens=max_tokens))
 
 
 def _request(workload: str, chat_id: str, tab: int, max_tokens: int) -> Submit:

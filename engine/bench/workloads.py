@@ -2,7 +2,8 @@
 
 Tabs at once (aggregate tokens/s, time to first token), the same requests one
 after another (what a one-sequence engine does), and a second turn over a long
-history, cold and from the KV cache. Every request is greedy; the story runs to
+history, cold and from the KV cache. Every request is greedy without a repeat
+penalty (as an OpenAI-style API client asks by default); the story runs to
 max tokens whatever the model says (ignore_eos), so every run does equal work.
 """
 
@@ -21,7 +22,7 @@ THINGS = ("lantern", "ledger", "barrel", "compass", "kettle", "ribbon", "anchor"
 
 
 def story_request(chat_id: str, tab: int, max_tokens: int) -> Submit:
-    params = SamplingParams(temperature=0, ignore_eos=True, max_new_tokens=max_tokens)
+    params = SamplingParams(temperature=0, repeat_penalty=1.0, ignore_eos=True, max_new_tokens=max_tokens)
     return Submit(chat_id, (ChatMessage("user", f"{STORY} (Tab {tab}.)"),), params)
 
 
@@ -65,7 +66,7 @@ def run_queue(bench: Bench, tabs: int, max_tokens: int) -> dict[str, Any]:
 
 
 def run_kv_reuse(bench: Bench, context_length: int) -> dict[str, Any]:
-    params = SamplingParams(temperature=0, max_new_tokens=16)
+    params = SamplingParams(temperature=0, repeat_penalty=1.0, max_new_tokens=16)
     # ~2,000 tokens where the context allows it; a tiny test model gets a short history.
     pairs, notes = (6, 11) if context_length >= 4096 else (1, 2)
     messages = history(pairs, notes) + [ChatMessage("user", "What did the keeper find on day 3?")]

@@ -183,5 +183,7 @@ def sampling(request: _Common, context_length: int) -> SamplingParams:
     stops = (request.stop,) if isinstance(request.stop, str) else tuple(request.stop or ())
     given: dict[str, Any] = {name: getattr(request, name) for name in (
         "temperature", "top_p", "top_k", "min_p", "repeat_penalty", "presence_penalty", "frequency_penalty", "seed")}
+    # OpenAI's API has no repeat penalty (llama-server's is off by default): a client that names none gets none.
+    given["repeat_penalty"] = given["repeat_penalty"] or 1.0
     return SamplingParams(**{k: v for k, v in given.items() if v is not None},
                           max_new_tokens=limit, stop=tuple(s for s in stops if s), ignore_eos=request.ignore_eos)
