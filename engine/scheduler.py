@@ -116,7 +116,8 @@ class Scheduler:
 
     def _time_step(self, work: list[SlotWork], seconds: float) -> None:
         prompt_tokens = sum(len(item.tokens) for item in work if len(item.tokens) > 1 or not item.sample)
-        self.step_cost.observe(sum(len(item.fed) for item in work), prompt_tokens, seconds)
+        decoding = sum(1 for item in work if item.sample and len(item.tokens) == 1)
+        self.step_cost.observe(decoding, sum(len(item.fed) for item in work), prompt_tokens, seconds)
 
     def _forward(self, work: list[SlotWork]) -> dict[int, list[int]]:
         try:

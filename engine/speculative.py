@@ -134,12 +134,8 @@ class Speculator:
 
 
 @dataclass
-class StepCost:
-    """A draft token's cost relative to a generated token's time, from the decode steps' timings.
-
-    Step time is fitted as `fixed + per_token * tokens fed` (least squares, older steps fading):
-    drafts of different lengths spread the points, so no step has to go without drafts to measure.
-    """
+class _LineFit:
+    """`seconds = fixed + per_token * tokens` by least squares, older steps fading."""
 
     weight: float = 0.0
     sum_x: float = 0.0
@@ -148,31 +144,19 @@ class StepCost:
     sum_xy: float = 0.0
     fit: tuple[float, float] | None = None  # (fixed, per_token) from the last steps of spread sizes
 
-    def observe(self, tokens: int, prompt_tokens: int, seconds: float) -> None:
-        if prompt_tokens > 0:
-            return  # a prompt chunk's cost would drown the drafts'
+    def observe(self, tokens: int, seconds: float) -> None:
         memory = TIMING_MEMORY
         self.weight = memory * self.weight + 1.0
         self.sum_x = memory * self.sum_x + tokens
         self.sum_y = memory * self.sum_y + seconds
         self.sum_xx = memory * self.sum_xx + tokens * tokens
         self.sum_xy = memory * self.sum_xy + tokens * seconds
-
-    def ratio(self, decoding: int) -> float:
-        """What one more token adds to a step of `decoding` one-token chats, over the time per generated token."""
         self._refit()
-        if self.fit is None:
-            return DEFAULT_COST_RATIO
-        fixed, per_token = self.fit
-        step = fixed + per_token * decoding
-        if step <= 0.0:
-            return DEFAULT_COST_RATIO
-        return min(1.0, max(MIN_COST_RATIO, per_token * decoding / step))
 
     def _refit(self) -> None:
-        """The least-squares line through the recent steps, when their sizes are spread enough to tell
-        the parts apart. Otherwise the last fit stands: steps of one size are what follows once drafts
-        stop paying, and forgetting why they stopped would start them again."""
+        """The line through the recent steps, when their sizes are spread enough to tell the parts
+        apart. Otherwise the last fit stands: steps of one size are what follows once drafts stop
+        paying, and forgetting why they stopped would start them again."""
         if self.weight < MIN_TIMED_STEPS:
             return
         mean_x, mean_y = self.sum_x / self.weight, self.sum_y / self.weight
@@ -180,3 +164,37 @@ class StepCost:
         if spread >= MIN_SPREAD:
             per_token = (self.sum_xy / self.weight - mean_x * mean_y) / spread
             self.fit = (mean_y - per_token * mean_x, per_token)
+
+
+@dataclass
+class StepCost:
+    """A draft token's cost relative to a generated token's time, from the decode steps' timings.
+
+    Step time is fitted as `fixed + per_token * tokens fed`, one line per number of chats
+    decoding together: what a token adds depends on how many are already in the step (on a CPU,
+    four chats' tokens already keep the cores busy, and a fifth token costs nearly a generated
+    one's time; alone, a chat's step mostly waits on the weights and drafts ride along). Drafts of
+    different lengths spread the points, so no step has to go without drafts to measure.
+    """
+
+    lines: dict[int, _LineFit] = field(default_factory=dict)
+
+    def observe(self, decoding: int, tokens: int, prompt_tokens: int, seconds: float) -> None:
+        if prompt_tokens > 0 or decoding <= 0:
+            return  # a prompt chunk's cost would drown the drafts'
+        self.lines.setdefault(decoding, _LineFit()).observe(tokens, seconds)
+
+    def ratio(self, decoding: int) -> float:
+        """What one more token adds to a step of `decoding` one-token chats, over the time per generated
+        token; until that many chats have been timed together, the nearest count's line says it."""
+        fitted = [count for count, line in self.lines.items() if line.fit is not None]
+        if not fitted:
+            return DEFAULT_COST_RATIO
+        nearest = min(fitted, key=lambda count: (abs(count - decoding), -count))
+        line = self.lines[nearest].fit
+        assert line is not None
+        fixed, per_token = line
+        step = fixed + per_token * decoding
+        if step <= 0.0:
+            return DEFAULT_COST_RATIO
+        return min(1.0, max(MIN_COST_RATIO, per_token * decoding / step))

@@ -89,27 +89,38 @@ def test_step_cost_separates_a_steps_fixed_part_from_what_each_token_adds() -> N
     cost = StepCost()
     assert cost.ratio(1) == DEFAULT_COST_RATIO  # nothing measured yet
     for tokens in [1, 3, 1, 9, 2, 17, 1, 5, 4, 1, 12, 2]:
-        cost.observe(tokens, prompt_tokens=0, seconds=0.010 + 0.005 * tokens)
-    cost.observe(300, prompt_tokens=299, seconds=9.0)  # a prompt chunk: not a decode step, ignored
+        cost.observe(1, tokens, prompt_tokens=0, seconds=0.010 + 0.005 * tokens)
+    cost.observe(1, 300, prompt_tokens=299, seconds=9.0)  # a prompt chunk: not a decode step, ignored
     assert cost.ratio(1) == pytest.approx(0.005 / 0.015)
-    assert cost.ratio(4) == pytest.approx(4 * 0.005 / 0.030)  # batched chats already share the fixed part
+    # four chats never timed together: one chat's line, where batched chats share the fixed part
+    assert cost.ratio(4) == pytest.approx(4 * 0.005 / 0.030)
+
+
+def test_step_cost_has_a_line_for_each_number_of_chats_decoding_together() -> None:
+    cost = StepCost()
+    for tokens in [1, 3, 1, 9, 2, 17, 1, 5, 4, 1, 12, 2]:
+        cost.observe(1, tokens, prompt_tokens=0, seconds=0.020 + 0.005 * tokens)  # alone: drafts ride along
+        cost.observe(4, tokens + 3, prompt_tokens=0, seconds=0.004 + 0.016 * (tokens + 3))  # four: each token counts
+    assert cost.ratio(1) == pytest.approx(0.005 / 0.025)
+    assert cost.ratio(4) == pytest.approx(4 * 0.016 / (0.004 + 4 * 0.016))
+    assert cost.ratio(3) == pytest.approx(3 * 0.016 / (0.004 + 3 * 0.016)), "the nearest count's line"
 
 
 def test_step_cost_keeps_its_default_when_every_step_had_the_same_size() -> None:
     cost = StepCost()
     for _ in range(20):
-        cost.observe(1, prompt_tokens=0, seconds=0.012)
+        cost.observe(1, 1, prompt_tokens=0, seconds=0.012)
     assert cost.ratio(1) == DEFAULT_COST_RATIO
 
 
 def test_step_cost_keeps_its_last_fit_when_the_drafts_stop_and_every_step_has_one_size() -> None:
     cost = StepCost()
     for tokens in [1, 3, 1, 9, 2, 17, 1, 5, 4, 1, 12, 2]:
-        cost.observe(tokens, prompt_tokens=0, seconds=0.020 + 0.018 * tokens)  # a draft token costs nearly a step
+        cost.observe(1, tokens, prompt_tokens=0, seconds=0.020 + 0.018 * tokens)  # a draft token costs nearly a step
     expensive = cost.ratio(1)
     assert expensive == pytest.approx(0.018 / 0.038)
     for _ in range(300):  # drafting stopped: the spread of sizes fades from the fit's memory
-        cost.observe(1, prompt_tokens=0, seconds=0.038)
+        cost.observe(1, 1, prompt_tokens=0, seconds=0.038)
     assert cost.ratio(1) == pytest.approx(expensive), "it does not fall back to the default and start again"
 
 
