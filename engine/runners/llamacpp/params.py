@@ -60,14 +60,17 @@ def default_threads() -> tuple[int, int]:
     """Generation and prompt threads when the settings leave it open.
 
     ggml's threads meet at a barrier many times per token; when one of them
-    loses its core to another process, all of them wait, and speed collapses
+    loses its core to another process, all of them wait, and generation collapses
     (measured on 2 cores beside other work: 1 thread 37-73 tok/s, 2 threads
-    0.4-8 tok/s, prompts 3-7x slower). So both leave one logical CPU to the
-    window and the rest of the system; with SMT that is still every physical core.
+    0.4-8 tok/s). So generation leaves one logical CPU to the window and the rest
+    of the system; with SMT that is still every physical core. Reading a prompt is
+    one long matrix product per layer, which keeps every core busy between
+    barriers: two threads read it 1.9x faster on the quiet 2-core VM (196 against
+    105 tok/s) and still a little faster beside a busy process (78 against 69), so
+    prompt steps use every physical core (the runner switches per step).
     """
     import psutil
 
     logical = os.cpu_count() or 1
     physical = psutil.cpu_count(logical=False) or logical
-    threads = max(1, min(physical, logical - 1))
-    return threads, threads
+    return max(1, min(physical, logical - 1)), max(1, physical)

@@ -21,6 +21,7 @@ from engine.protocol import ChatMessage, ModelConfig, ModelInfo, SamplingParams
 from engine.runners.base import PENALTY_LAST_N, CacheFull, LoadCancelled, Progress, RunnerError, SlotWork
 from engine.runners.llamacpp.info import build_info, chat_template, placement
 from engine.runners.llamacpp.load import check_config, check_file, create_context, llama_log, load_model
+from engine.runners.llamacpp.sampling import sampler_chain
 
 
 
@@ -39,8 +40,12 @@ class LlamaCppRunner:
         self._n_vocab = llama_cpp.llama_vocab_n_tokens(self._vocab)
         self._memory = llama_cpp.llama_get_memory(context)
         self._capacity = self.batch_tokens
+        # Generation threads for every step, the prompt threads only for steps that read a prompt
+        # (params.default_threads): llama.cpp would use its batch threads for drafts and tabs too.
+        self._threads = (int(llama_cpp.llama_n_threads(context)), int(llama_cpp.llama_n_threads_batch(context)))
+        self._batch_threads = self._threads[1]
         self._batch: llama_cpp.llama_batch | None = llama_cpp.llama_batch_init(self._capacity, 0, 1)
-        self._samplers: dict[int, int] = {}
+        self._samplers: dict[int, llama_cpp.llama_sampler_p] = {}
         self._fresh: set[int] = set()  # slots whose sampler has not yet seen this turn's prompt
         self._cached: list[list[int]] = [[] for _ in range(self.slots)]  # each slot's tokens in the cache
         self._pieces: dict[int, bytes] = {}
@@ -138,30 +143,8 @@ class LlamaCppRunner:
 
     def begin_turn(self, slot: int, params: SamplingParams) -> None:
         self._free_sampler(slot)
-        chain = llama_cpp.llama_sampler_chain_init(llama_cpp.llama_sampler_chain_default_params())
-        for sampler in self._chain_parts(params):
-            llama_cpp.llama_sampler_chain_add(chain, sampler)  # the chain owns it from here
-        self._samplers[slot] = chain
+        self._samplers[slot] = sampler_chain(params, self._n_vocab)
         self._fresh.add(slot)
-
-    def _chain_parts(self, params: SamplingParams) -> list[int]:
-        # Penalties first, also at temperature 0, as llama-server and OpenAI's API do (and the
-        # transformers runner): greedy picks the best token of the penalized logits.
-        parts = []
-        if params.repeat_penalty != 1.0 or params.frequency_penalty or params.presence_penalty:
-            parts.append(llama_cpp.llama_sampler_init_penalties(
-                self._n_vocab, PENALTY_LAST_N, params.repeat_penalty, params.frequency_penalty, params.presence_penalty))
-        if params.greedy:
-            return [*parts, llama_cpp.llama_sampler_init_greedy()]
-        seed = llama_cpp.LLAMA_DEFAULT_SEED if params.seed is None else params.seed & 0xFFFFFFFF
-        parts += [
-            llama_cpp.llama_sampler_init_top_k(params.top_k),
-            llama_cpp.llama_sampler_init_top_p(params.top_p, 1),
-            llama_cpp.llama_sampler_init_min_p(params.min_p, 1),
-            llama_cpp.llama_sampler_init_temp(params.temperature),
-            llama_cpp.llama_sampler_init_dist(seed),  # LLAMA_DEFAULT_SEED: llama.cpp picks one
-        ]
-        return parts
 
     def _free_sampler(self, slot: int) -> None:
         chain = self._samplers.pop(slot, None)
@@ -200,6 +183,7 @@ class LlamaCppRunner:
         if self._context is None or self._batch is None:
             raise RunnerError("The model was closed.")
         outputs = self._fill_batch(work)
+        self._use_threads(any(len(item.tokens) > 1 for item in work))
         result = llama_cpp.llama_decode(self._context, self._batch)
         if result == 1:
             raise CacheFull(
@@ -210,6 +194,13 @@ class LlamaCppRunner:
             raise RunnerError(f"llama.cpp failed to decode a batch of {self._batch.n_tokens} tokens (error {result}).")
         self._sampled_at = {}
         return {item.slot: self._sample_and_verify(item, rows) for item, rows in outputs}
+
+    def _use_threads(self, reads_prompt: bool) -> None:
+        generation, prompt = self._threads
+        wanted = prompt if reads_prompt else generation
+        if wanted != self._batch_threads:
+            llama_cpp.llama_set_n_threads(self._context, generation, wanted)
+            self._batch_threads = wanted
 
     def _sample_and_verify(self, item: SlotWork, rows: range) -> list[int]:
         """Sample at each row in turn with the slot's chain, as llama-server's common_sampler_sample_and_accept_n

@@ -224,6 +224,18 @@ def test_a_turn_that_reuses_its_cached_prompt_is_penalized_as_a_fresh_one(runner
     assert cold != yes and reused == cold
 
 
+def test_prompt_steps_read_with_every_core_and_generation_steps_leave_one_free(runner: LlamaCppRunner) -> None:
+    generation, prompt = default_threads()
+    tokens = runner.tokenize(runner.render_chat(FRANCE))
+    runner.clear_slot(0)
+    runner.begin_turn(0, GREEDY)
+    token = runner.forward([SlotWork(0, tokens, 0, True)])[0][0]
+    assert llama_cpp.llama_n_threads_batch(runner._context) == prompt
+    runner.forward([SlotWork(0, [token], len(tokens), True, draft=[token, token])])  # several tokens, no prompt
+    assert llama_cpp.llama_n_threads_batch(runner._context) == generation
+    assert llama_cpp.llama_n_threads(runner._context) == generation
+
+
 def test_the_models_own_template_renders_system_and_user(runner: LlamaCppRunner) -> None:
     rendered = runner.render_chat(POEM)
     assert rendered == (
