@@ -187,13 +187,10 @@ class StepCost:
     def ratio(self, decoding: int) -> float:
         """What one more token adds to a step of `decoding` one-token chats, over the time per generated
         token; until that many chats have been timed together, the nearest count's line says it."""
-        fitted = [count for count, line in self.lines.items() if line.fit is not None]
-        if not fitted:
+        fits = {count: line.fit for count, line in self.lines.items() if line.fit is not None}
+        if not fits:
             return DEFAULT_COST_RATIO
-        nearest = min(fitted, key=lambda count: (abs(count - decoding), -count))
-        line = self.lines[nearest].fit
-        assert line is not None
-        fixed, per_token = line
+        fixed, per_token = fits[min(fits, key=lambda count: (abs(count - decoding), -count))]
         step = fixed + per_token * decoding
         if step <= 0.0:
             return DEFAULT_COST_RATIO
