@@ -19,6 +19,7 @@ from engine.chat_template import end_markers, render_chat
 from engine.detokenizer import ByteDetokenizer
 from engine.protocol import ChatMessage, ModelConfig, ModelInfo, SamplingParams
 from engine.runners.base import PENALTY_LAST_N, CacheFull, LoadCancelled, Progress, RunnerError, SlotWork
+from engine.runners.llamacpp.cells import copy_sequence
 from engine.runners.llamacpp.info import build_info, chat_template, placement
 from engine.runners.llamacpp.load import check_config, check_file, create_context, llama_log, load_model
 from engine.runners.llamacpp.sampling import sampler_chain
@@ -56,8 +57,11 @@ class LlamaCppRunner:
         self._adds_bos = bool(llama_cpp.llama_vocab_get_add_bos(self._vocab))
         self.end_markers = end_markers(self._template)
         self._marker_tokens = {ids[0] for ids in map(self._tokens, self.end_markers) if len(ids) == 1}
-        # A recurrent state cannot drop the positions of a rejected draft (llama_memory_seq_rm fails).
-        self.can_draft = not (llama_cpp.llama_model_is_recurrent(model) or llama_cpp.llama_model_is_hybrid(model))
+        # A recurrent state cannot drop positions (llama_memory_seq_rm fails): not a rejected draft's,
+        # not the tail past a copied prompt start.
+        self._drops_tails = not (llama_cpp.llama_model_is_recurrent(model) or llama_cpp.llama_model_is_hybrid(model))
+        self.can_draft = self._drops_tails
+        self.equal_drafts = True  # params.py: one stream per chat, so llama.cpp splits uneven steps
 
     @classmethod
     def load(cls, config: ModelConfig, progress: Progress, cancelled: Callable[[], bool]) -> LlamaCppRunner:
@@ -166,10 +170,11 @@ class LlamaCppRunner:
 
     def copy_prefix(self, source: int, target: int, length: int) -> bool:
         """Give `target` the first `length` positions of `source`, so a prompt start computed once
-        serves every slot. Between streams llama.cpp copies whole streams (at the next decode, a
-        buffer copy: far cheaper than computing the start again); the tail past `length` goes."""
-        llama_cpp.llama_memory_seq_rm(self._memory, target, -1, -1)
-        llama_cpp.llama_memory_seq_cp(self._memory, source, target, -1, -1)
+        serves every slot; the tail past `length` goes. A recurrent state cannot lose a tail (it
+        holds the whole sequence or nothing), so there the start is computed again."""
+        if self._context is None or not self._drops_tails:
+            return False
+        copy_sequence(self._context, source, target, cache_on_gpu=self.info.gpu_offload)
         llama_cpp.llama_memory_seq_rm(self._memory, target, length, -1)
         self._cached[target] = self._cached[source][:length]
         return True

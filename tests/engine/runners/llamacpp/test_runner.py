@@ -210,6 +210,30 @@ def test_a_prefix_copied_from_another_slot_serves_without_recomputing_it(runner:
     assert _distribution_shift(expected, runner.last_logits(1)) <= LAYOUT_TOLERANCE
 
 
+def test_a_copied_start_on_the_cpu_moves_only_the_sources_cells(
+    runner: LlamaCppRunner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No whole-stream copy (every position of the context) for a start of a few dozen tokens."""
+    stream_copies: list[tuple[int, int]] = []
+    whole_stream_copy = llama_cpp.llama_memory_seq_cp
+    monkeypatch.setattr(llama_cpp, "llama_memory_seq_cp",
+                        lambda memory, src, dst, p0, p1: stream_copies.append((src, dst)) or whole_stream_copy(memory, src, dst, p0, p1))
+    prompt = runner.tokenize(runner.render_chat(FRANCE))
+    _prefill(runner, 0, prompt)
+    expected = runner.last_logits(0)
+    _prefill(runner, 1, runner.tokenize("A much longer conversation that was here before. " * 8))
+    shared = len(prompt) - 3
+
+    assert runner.copy_prefix(0, 1, shared)
+    memory = llama_cpp.llama_get_memory(runner._context)
+    assert (llama_cpp.llama_memory_seq_pos_min(memory, 1), llama_cpp.llama_memory_seq_pos_max(memory, 1)) == (0, shared - 1)
+    runner.begin_turn(1, GREEDY)
+    runner.forward([SlotWork(1, prompt[shared:], shared, True)])
+
+    assert stream_copies == []
+    assert _distribution_shift(expected, runner.last_logits(1)) <= LAYOUT_TOLERANCE
+
+
 def test_a_turn_that_reuses_its_cached_prompt_is_penalized_as_a_fresh_one(runner: LlamaCppRunner) -> None:
     """The penalties see the prompt's last tokens also where the cache already held them."""
     prompt = runner.tokenize("yes, yes, yes, yes, yes, yes, yes, yes, yes, yes, yes,")
