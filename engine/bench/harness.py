@@ -9,7 +9,7 @@ from typing import Sequence
 
 from engine.loop import EngineLoop
 from engine.protocol import (
-    Event, LoadModel, ModelConfig, ModelInfo, ModelLoaded, ModelLoadFailed, Submit, Token, TurnFinished, TurnStarted,
+    EngineError, Event, LoadModel, ModelConfig, ModelInfo, ModelLoaded, ModelLoadFailed, Submit, Token, TurnFinished, TurnStarted,
 )
 
 WAIT_S = 900.0  # longest wait for one event: a slow machine, never a hang
@@ -44,9 +44,12 @@ class Bench:
 
     def next_event(self) -> tuple[float, Event]:
         try:
-            return self.events.get(timeout=WAIT_S)
+            at, event = self.events.get(timeout=WAIT_S)
         except queue.Empty:
             raise BenchError(f"The engine sent nothing for {WAIT_S:.0f} s.") from None
+        if isinstance(event, EngineError):  # the engine thread has ended: nothing more will come
+            raise BenchError(event.message)
+        return at, event
 
     def load(self, config: ModelConfig) -> ModelInfo:
         self.loop.send(LoadModel(config))

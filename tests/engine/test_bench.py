@@ -76,3 +76,14 @@ def test_hf_bench_reports_generate_and_generate_batch_baselines(tmp_path: Path) 
     assert result["baseline_generate_tok_s"] > 0 and result["baseline_generate_batch_tok_s"] > 0
     assert [run["tabs"] for run in result["runs"]] == [1, 2]
     assert [run["generated_tokens"] for run in result["runs"]] == [6, 12]
+
+
+def test_the_bench_stops_when_the_engine_thread_has_ended() -> None:
+    """An engine that died sends EngineError and nothing more: the run says so instead of waiting 15 minutes."""
+    from engine.bench.harness import Bench, BenchError
+    from engine.protocol import ChatMessage, EngineError, SamplingParams, Submit
+
+    waiting = Bench()  # its engine thread never starts
+    waiting.events.put((0.0, EngineError("The engine stopped: the runner broke")))
+    with pytest.raises(BenchError, match="the runner broke"):
+        waiting.serve([Submit("a", (ChatMessage("user", "Hi"),), SamplingParams())])
