@@ -42,6 +42,7 @@ class ModelDescription:
     unquantized_params: int = 0  # HF: embeddings, norms, biases, lm_head (bitsandbytes keeps them)
     dtype: str = ""  # HF: the dtype in config.json ("bfloat16")
     tied_embeddings: bool = False
+    repacked_bytes: int = 0  # GGUF: layer matrices llama.cpp holds a second, repacked copy of on the CPU
 
     @property
     def default_backend(self) -> Literal["llamacpp", "hf"]:

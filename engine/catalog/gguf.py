@@ -19,6 +19,11 @@ from engine.catalog.description import ModelDescription, ModelReadError
 from engine.catalog.model_files import split_parts
 
 _LAYER = re.compile(r"^blk\.(\d+)\.")
+# ggml repacks these types into 8x8 blocks for its CPU matrix products (repack.cpp), and keeps the
+# repacked matrix beside the mapped file's: the layers' matrix products only, never the token
+# embedding, which is read by row lookups.
+REPACKED_TYPES = frozenset({"Q4_0", "Q4_K", "IQ4_NL"})
+LAYER_MATRIX = re.compile(r"^blk\.\d+\.(attn_(q|k|v|qkv|output)|ffn_(gate|up|down))\.weight$")
 
 
 def describe_gguf(path: Path) -> ModelDescription:
@@ -59,6 +64,7 @@ def describe_gguf_header(path: str, name: str, fields: dict[str, Any], tensors: 
         vocab_size=arch_int("vocab_size") or (tokens.length if isinstance(tokens, SkippedArray) else 0),
         tensor_bytes=sum(t[1] for t in tensors),
         layer_bytes=layer_bytes, output_bytes=output_bytes, tied_embeddings=tied,
+        repacked_bytes=sum(t[1] for t in tensors if t[3] in REPACKED_TYPES and LAYER_MATRIX.match(t[0])),
     )
 
 

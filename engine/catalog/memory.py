@@ -113,7 +113,10 @@ def _estimate_llamacpp(model: ModelDescription, config: ModelConfig, on_gpu: boo
     share = layers / model.layers if model.layers else 0.0
     cpu_overhead, gpu_overhead = _llamacpp_overhead(model, config, cells, layers > 0, output_on_gpu)
     gpu = gpu_weights + int(kv * share) + gpu_overhead
-    return Estimate(model.tensor_bytes, kv, cpu_overhead + gpu_overhead, gpu, cells, on_gpu, layers,
+    # The layers left on the CPU hold their Q4_0/Q4_K/IQ4_NL matrices twice: mapped from the file and
+    # repacked (Q4_0 copy of the default model: 163 MiB of weights resident against 104 plain).
+    repacked = int(model.repacked_bytes * (1.0 - share))
+    return Estimate(model.tensor_bytes + repacked, kv, cpu_overhead + gpu_overhead, gpu, cells, on_gpu, layers,
                     model, config)
 
 

@@ -16,15 +16,11 @@ from pathlib import Path
 
 import llama_cpp
 
-from engine.catalog.gguf import read_gguf_shapes
+from engine.catalog.gguf import LAYER_MATRIX, REPACKED_TYPES, read_gguf_shapes
 
-# ggml repacks these types to 8x8 blocks on AVX2 when a matrix's rows come in eights (repack.cpp);
-# a matrix named for the repacked buffer that ggml cannot repack would abort the load.
-REPACKED_TYPES = frozenset({"Q4_0", "Q4_K", "IQ4_NL"})
+# A matrix named for the repacked buffer that ggml cannot repack would abort the load: its rows
+# must come in eights (REPACKED_TYPES and LAYER_MATRIX: engine/catalog/gguf.py, for the estimate too).
 ROWS_PER_BLOCK = 8
-# Only the layers' matrix products: the token embedding is read by row lookups, which the repacked
-# layout does not serve.
-_LAYER_MATRIX = re.compile(r"^blk\.\d+\.(attn_(q|k|v|qkv|output)|ffn_(gate|up|down))\.weight$")
 _CPU_DEVICE = 0  # GGML_BACKEND_DEVICE_TYPE_CPU
 
 
@@ -52,7 +48,7 @@ def repackable_matrices(path: Path) -> list[str]:
         return []  # llama.cpp will say what is wrong with the file
     return [name for name, dims, kind in shapes
             if kind in REPACKED_TYPES and len(dims) == 2 and dims[1] % ROWS_PER_BLOCK == 0
-            and _LAYER_MATRIX.match(name)]
+            and LAYER_MATRIX.match(name)]
 
 
 def repack_overrides(path: Path) -> Overrides | None:

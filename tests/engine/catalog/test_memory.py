@@ -69,6 +69,17 @@ def test_gpu_share_follows_the_layer_count() -> None:
     assert estimate(TOY_GGUF, dataclasses.replace(config, device="cpu"), has_gpu=True).gpu_bytes == 0
 
 
+def test_repacked_matrices_count_twice_on_the_layers_left_on_the_cpu() -> None:
+    """llama.cpp keeps a repacked copy of Q4_0/Q4_K/IQ4_NL layer matrices beside the mapped file."""
+    repacking = dataclasses.replace(TOY_GGUF, quantization="Q4_0", repacked_bytes=80 * MiB)
+    config = ModelConfig(path="toy.gguf", context_length=1024, slots=1, device="cpu")
+    assert estimate(repacking, config).weights_bytes == 480 * MiB + 80 * MiB
+    half = dataclasses.replace(config, gpu_layers=2, device="cuda:0")
+    assert estimate(repacking, half).weights_bytes == 480 * MiB + 40 * MiB
+    assert estimate(repacking, dataclasses.replace(half, gpu_layers=-1)).weights_bytes == 480 * MiB
+    assert estimate(TOY_GGUF, config).weights_bytes == 480 * MiB
+
+
 def test_changing_context_slots_or_kv_type_changes_the_estimate() -> None:
     base = ModelConfig(path="toy.gguf", context_length=4096, slots=4)
     totals = {estimate(TOY_GGUF, dataclasses.replace(base, **change)).total_bytes

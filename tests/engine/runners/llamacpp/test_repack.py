@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import engine.runners.llamacpp.load as load
+from engine.catalog.models import describe
 from engine.protocol import ChatMessage, ModelConfig, SamplingParams
 from engine.runners.base import SlotWork
 from engine.runners.llamacpp.load import llama_log
@@ -67,11 +68,14 @@ def test_only_the_layer_matrices_of_a_repackable_type_are_named(default_model: s
 
 
 def test_q4_0_runs_repacked_and_answers_as_the_plain_layout_does(
-    q4_0_model: str, monkeypatch: pytest.MonkeyPatch
+    default_model: str, q4_0_model: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     repacked, logged = _next_token_log_probabilities(q4_0_model)
-    # the layer matrices (Q4_0: 18 bytes per 32 weights) went to the repacked buffer
+    # the layer matrices (Q4_0: 18 bytes per 32 weights) went to the repacked buffer, and the memory
+    # estimate counts that second copy
     assert 50 < _repacked_mib(logged) < 70
+    assert abs(describe(q4_0_model).repacked_bytes / 2**20 - _repacked_mib(logged)) < 0.5
+    assert describe(default_model).repacked_bytes == 0
     monkeypatch.setattr(load, "repacked_layout", lambda *args: None)
     monkeypatch.setattr(load, "extra_buffers_usable", lambda: False)
     plain, logged = _next_token_log_probabilities(q4_0_model)
