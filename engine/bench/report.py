@@ -75,9 +75,9 @@ def _engine_lines(result: dict[str, Any]) -> list[str]:
 def _speculative_lines(result: dict[str, Any]) -> list[str]:
     """Drafts off and on, decoding only (prompts were read before the clock started)."""
     lines = [f"speculative decoding, {result['workload']} workload:",
-             f"{'tabs':>5} {'off tok/s':>10} {'on tok/s':>9} {'on/off':>7} {'drafts accepted':>16}"]
+             f"{'tabs':>5} {'off tok/s':>10} {'on tok/s':>9} {'on/off':>7} {'median pair':>12} {'drafts accepted':>16}"]
     for case in result["speculative"]:
         ratio = case["on_tok_s"] / case["off_tok_s"] if case["off_tok_s"] else 0.0
         lines.append(f"{case['tabs']:>5} {case['off_tok_s']:10.1f} {case['on_tok_s']:9.1f} {ratio:6.2f}x "
-                     f"{case['acceptance']:16.0%}")
+                     f"{case.get('on_off_median', ratio):11.2f}x {case['acceptance']:16.0%}")
     return lines

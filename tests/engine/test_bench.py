@@ -48,6 +48,17 @@ def test_the_edit_workload_alone_measures_drafts_off_and_on(default_model: str, 
     [edit] = result["speculative"]
     assert (edit["tabs"], edit["workload"]) == (1, "edit") and edit["off_tok_s"] > 0 and edit["on_tok_s"] > 0
     assert edit["acceptance"] > 0.5 and edit["drafted_tokens"] > 0, "the model copies the passage: drafts hold"
+    assert edit["on_off_pairs"] == [edit["on_off_median"]] == [edit["on_tok_s"] / edit["off_tok_s"]]
+
+
+def test_the_speculative_figures_keep_each_repeats_pair_and_their_median() -> None:
+    from engine.bench.measure import _speculative
+
+    case = {"tabs": 1, "workload": "edit", "acceptance": 0.5, "drafted_tokens": 5}
+    merged = _speculative([{**case, "off_tok_s": 10.0, "on_tok_s": 20.0}, {**case, "off_tok_s": 20.0, "on_tok_s": 22.0},
+                           {**case, "off_tok_s": 15.0, "on_tok_s": 30.0}])
+    assert (merged["off_tok_s"], merged["on_tok_s"]) == (20.0, 30.0)  # the best of each, as before
+    assert merged["on_off_pairs"] == [1.1, 2.0, 2.0] and merged["on_off_median"] == 2.0
 
 
 def test_bench_refuses_nonsense_tab_counts(capsys: pytest.CaptureFixture[str]) -> None:
