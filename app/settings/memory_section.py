@@ -22,6 +22,7 @@ class MemorySection(QGroupBox):
         self.breakdown_label = QLabel()
         self.verdict_label = QLabel()
         self.suggestion_label = QLabel()
+        self.breakdown_label.setWordWrap(True)  # a repacked copy makes the line long
         layout = QVBoxLayout(self)
         for widget in (self.bar, self.breakdown_label, self.verdict_label, self.suggestion_label):
             layout.addWidget(widget)
@@ -45,8 +46,10 @@ class MemorySection(QGroupBox):
         self.bar.setToolTip("\n".join(f"{part.name}: {format_bytes(part.size)}" for part in shown)
                             + f"\nfree: {format_bytes(memory.free_bytes)}")
         where = f"on {memory.name}" if result.on_gpu else "in RAM"
+        repacked = f" (of it {format_bytes(result.repacked_bytes)} repacked for the CPU)" if result.repacked_bytes else ""
         self.breakdown_label.setText(" + ".join(f"<span style='color:{part.color.name()}'>&#9632;</span> "
-                                                f"{part.name} {format_bytes(part.size)}" for part in parts)
+                                                f"{part.name} {format_bytes(part.size)}"
+                                                + (repacked if part.name == "weights" else "") for part in parts)
                                      + f" = {format_bytes(result.total_bytes)}; {format_bytes(result.device_bytes)} {where}"
                                      + (f", {format_bytes(result.cpu_bytes)} in RAM" if result.on_gpu else ""))
         self.verdict_label.setText(f"<b style='color:{VERDICT_COLORS[judged.level]}'>{judged.level.capitalize()}.</b> "

@@ -50,6 +50,7 @@ class Estimate:
     model: ModelDescription
     config: ModelConfig
     transient_bytes: int = 0  # the part of the overhead a step allocates and frees again (transformers)
+    repacked_bytes: int = 0  # the part of the weights that is llama.cpp's repacked copy on the CPU
 
     @property
     def total_bytes(self) -> int:
@@ -117,7 +118,7 @@ def _estimate_llamacpp(model: ModelDescription, config: ModelConfig, on_gpu: boo
     # repacked (Q4_0 copy of the default model: 163 MiB of weights resident against 104 plain).
     repacked = int(model.repacked_bytes * (1.0 - share))
     return Estimate(model.tensor_bytes + repacked, kv, cpu_overhead + gpu_overhead, gpu, cells, on_gpu, layers,
-                    model, config)
+                    model, config, repacked_bytes=repacked)
 
 
 def _gpu_layer_count(model: ModelDescription, gpu_layers: int) -> int:

@@ -74,6 +74,7 @@ def test_repacked_matrices_count_twice_on_the_layers_left_on_the_cpu() -> None:
     repacking = dataclasses.replace(TOY_GGUF, quantization="Q4_0", repacked_bytes=80 * MiB)
     config = ModelConfig(path="toy.gguf", context_length=1024, slots=1, device="cpu")
     assert estimate(repacking, config).weights_bytes == 480 * MiB + 80 * MiB
+    assert estimate(repacking, config).repacked_bytes == 80 * MiB
     half = dataclasses.replace(config, gpu_layers=2, device="cuda:0")
     assert estimate(repacking, half).weights_bytes == 480 * MiB + 40 * MiB
     assert estimate(repacking, dataclasses.replace(half, gpu_layers=-1)).weights_bytes == 480 * MiB

@@ -1,0 +1,23 @@
+"""The Settings dialog's memory section: what the breakdown says about the weights."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from app.settings.memory_section import MemorySection
+from engine.catalog.devices import DeviceMemory
+from engine.catalog.memory import estimate
+from engine.protocol import ModelConfig
+from tests.engine.catalog.test_memory import MiB, TOY_GGUF
+
+RAM = DeviceMemory("cpu", "RAM", free_bytes=16 << 30, total_bytes=32 << 30)
+
+
+def test_the_breakdown_says_how_much_of_the_weights_is_the_repacked_copy(qtbot) -> None:
+    section = MemorySection()
+    qtbot.addWidget(section)
+    config = ModelConfig(path="toy.gguf", context_length=1024, slots=1, device="cpu")
+    section.show_estimate(estimate(dataclasses.replace(TOY_GGUF, quantization="Q4_0", repacked_bytes=80 * MiB), config), RAM)
+    assert "weights 560 MiB (of it 80 MiB repacked for the CPU)" in section.breakdown_label.text()
+    section.show_estimate(estimate(TOY_GGUF, config), RAM)
+    assert "weights 480 MiB" in section.breakdown_label.text() and "repacked" not in section.breakdown_label.text()
