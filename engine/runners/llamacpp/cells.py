@@ -12,7 +12,7 @@ def copy_sequence(context: int, source: int, target: int, cache_on_gpu: bool) ->
 
     On the CPU only the cells `source` holds are copied, through llama.cpp's sequence
     state: between streams llama.cpp's own copy moves every position of the context
-    (three copies of 4,096 positions added ~40 ms to a 25-token step; README). With the
+    (three copies of 4,096 positions added ~80 ms to a 25-token step; README). With the
     cache on a GPU the state would travel through host memory, so the stream copy stays
     there (a buffer copy on the device, at the next decode).
     """

@@ -61,7 +61,6 @@ class LlamaCppRunner:
         # not the tail past a copied prompt start.
         self._drops_tails = not (llama_cpp.llama_model_is_recurrent(model) or llama_cpp.llama_model_is_hybrid(model))
         self.can_draft = self._drops_tails
-        self.equal_drafts = True  # params.py: one stream per chat, so llama.cpp splits uneven steps
 
     @classmethod
     def load(cls, config: ModelConfig, progress: Progress, cancelled: Callable[[], bool]) -> LlamaCppRunner:
