@@ -101,8 +101,9 @@ class Speculator:
     _size: int = 0  # n-gram length of the draft last proposed, and the cost ratio it was weighed against
     _ratio: float = DEFAULT_COST_RATIO
 
-    def propose(self, new_tokens: list[int], room: int, cost_ratio: float) -> list[int]:
-        """This step's draft after `new_tokens` (the chat's tokens since the last call), at most `room` long."""
+    def propose(self, new_tokens: list[int], room: int, cost_ratio: float, probe: bool = True) -> list[int]:
+        """This step's draft after `new_tokens` (the chat's tokens since the last call), at most `room` long;
+        without `probe`, no one-token guess made only to learn the odds."""
         self.lookup.extend(new_tokens)
         if self.pause > 0:
             self.pause -= 1
@@ -112,6 +113,8 @@ class Speculator:
             return []
         self._size, self._ratio = size, cost_ratio
         length = self.odds.setdefault(size, Odds()).worth_drafting(cost_ratio)
+        if length == 0 and not probe:
+            return []
         draft = following[: max(length, 1)]  # 0: not worth it, but one token keeps the odds honest
         for position, token in enumerate(draft):
             if self.is_end(token):

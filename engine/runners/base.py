@@ -52,6 +52,9 @@ class Runner(Protocol):
     batch_tokens: int  # most tokens one forward pass takes
     end_markers: tuple[str, ...]  # text that ends an answer besides end-of-generation tokens
     can_draft: bool  # forward verifies SlotWork.draft, and remove_from can drop a rejected tail
+    # A step whose chats feed different numbers of tokens runs as one pass per distinct number (llama.cpp
+    # with one cache stream per chat), so a one-token guess beside other chats costs a whole pass.
+    splits_uneven_steps: bool
 
     def render_chat(self, messages: Sequence[ChatMessage]) -> str:
         """The conversation in the model's own template, ready for the answer."""

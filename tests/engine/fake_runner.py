@@ -27,7 +27,7 @@ def encode(text: str) -> list[int]:
 class FakeRunner:
     def __init__(self, replies: dict[str, str], slots: int = 2, batch_tokens: int = 64, context_length: int = 256,
                  can_remove: bool = True, can_copy: bool = True, end_markers: tuple[str, ...] = (),
-                 can_draft: bool = True) -> None:
+                 can_draft: bool = True, splits_uneven_steps: bool = False) -> None:
         self.replies = replies
         self.slots = slots
         self.batch_tokens = batch_tokens
@@ -36,6 +36,7 @@ class FakeRunner:
         self.can_copy = can_copy
         self.end_markers = end_markers
         self.can_draft = can_draft
+        self.splits_uneven_steps = splits_uneven_steps
         self.kv: list[list[int]] = [[] for _ in range(slots)]
         self.copies: list[tuple[int, int, int]] = []
         self.steps: list[list[tuple[int, int, bool]]] = []  # per forward: (slot, n tokens, sample)

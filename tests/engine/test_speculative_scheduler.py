@@ -182,3 +182,30 @@ def test_drafts_share_the_budget_equally_and_a_short_draft_leaves_its_part_to_th
         shared |= len(drafts) > 1 and sizes[-1] > budget // len(shape)
     assert shared, "a chat with a short draft left its part to another"
     assert max(n for step in runner.drafts for _, n, _ in step) == 16 - 1, "a chat alone may take the whole budget"
+
+
+def _missing_beside_another(splits: bool) -> tuple[FakeRunner, list]:
+    """Two chats whose guesses always miss (each answer is its prompt backwards), decoding together."""
+    letters = "".join(chr(0x100 + i) for i in range(60))
+    other = "".join(chr(0x200 + i) for i in range(60))
+    runner = FakeRunner({letters: letters[::-1], other: other[::-1]}, slots=2, splits_uneven_steps=splits)
+    events, _, _ = serve(runner, {"a": f"{letters}>", "b": f"{other}>"}, cost=0.5)
+    return runner, events
+
+
+def _both_decoding(runner: FakeRunner) -> list[list[tuple[int, int, int]]]:
+    return [drafts for shape, drafts in zip(runner.steps, runner.drafts)
+            if len(shape) == 2 and all(n == 1 and sample for _, n, sample in shape)]
+
+
+def test_where_uneven_steps_split_a_chat_beside_others_makes_no_probe_that_only_learns_the_odds() -> None:
+    runner, events = _missing_beside_another(splits=True)
+    assert text_of(events, "a") == "".join(chr(0x100 + i) for i in range(60))[::-1]
+    assert len(_both_decoding(runner)) > 50 and not any(_both_decoding(runner)), "no guess while both decode"
+    plain, _ = _missing_beside_another(splits=False)
+    assert sum(map(len, _both_decoding(plain))) > 2, "one padded pass: the probes go on"
+    alone = FakeRunner({"x" * 3: "y"}, slots=1, splits_uneven_steps=True)
+    letters = "".join(chr(0x100 + i) for i in range(60))
+    alone.replies = {letters: letters[::-1]}
+    serve(alone, {"a": f"{letters}>"}, cost=0.5)
+    assert any(alone.drafts), "a chat decoding alone still probes"

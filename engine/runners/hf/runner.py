@@ -55,6 +55,7 @@ class HfRunner:
         self.slots = config.slots
         self.batch_tokens = config.batch_tokens
         self.can_draft = True  # dropping a slot's tail is a change of its length (cache.py)
+        self.splits_uneven_steps = False  # one padded pass whatever each slot feeds
         self._fast_decode = config.fast_decode
         static = config.fast_decode == "on" or (config.fast_decode == "auto" and self.device.type == "cuda")
         static = static and not self._varlen  # flash-attn reads cu_seqlens, not the static step's mask

@@ -61,6 +61,7 @@ class LlamaCppRunner:
         # not the tail past a copied prompt start.
         self._drops_tails = not (llama_cpp.llama_model_is_recurrent(model) or llama_cpp.llama_model_is_hybrid(model))
         self.can_draft = self._drops_tails
+        self.splits_uneven_steps = True  # one stream per chat (params.py): llama.cpp's split_equal
 
     @classmethod
     def load(cls, config: ModelConfig, progress: Progress, cancelled: Callable[[], bool]) -> LlamaCppRunner:
