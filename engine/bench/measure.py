@@ -66,14 +66,14 @@ def _run_cases(config: ModelConfig, args: argparse.Namespace) -> tuple[ModelInfo
         bench.serve([story_request("warm-up", 0, 4)])  # first graph allocations, weights paged in
         bench.loop.send(CloseChat("warm-up"))
         measured = process.memory_info().rss - before
-        samples = [_run_once(bench, info, args) for _ in range(args.repeat)]
+        samples = [_run_once(bench, info, args, repeat) for repeat in range(args.repeat)]
     finally:
         bench.loop.shutdown()
     return info, measured, samples
 
 
-def _run_once(bench: Bench, info: ModelInfo, args: argparse.Namespace) -> Sample:
-    sample: Sample = {"speculative": [run_speculative(bench, args.workload, tabs, args.max_tokens)
+def _run_once(bench: Bench, info: ModelInfo, args: argparse.Namespace, repeat: int) -> Sample:
+    sample: Sample = {"speculative": [run_speculative(bench, args.workload, tabs, args.max_tokens, repeat % 2 == 1)
                                       for tabs in args.tabs]}
     if not args.speculative_only:
         sample["runs"] = [run_tabs(bench, tabs, args.max_tokens) for tabs in args.tabs]
