@@ -17,7 +17,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from engine.catalog.description import ModelDescription
-from engine.catalog.gguf import describe_gguf_header, read_gguf_header
+from engine.catalog.gguf import REPACKED_TYPES, describe_gguf_header, read_gguf_header
 from engine.catalog.hf_folder import describe_hf_config
 from engine.catalog.models import describe
 from engine.hub.client import call, headers
@@ -141,7 +141,19 @@ def scaled(reference: ModelDescription, choice: ModelChoice) -> ModelDescription
         reference, path=choice.key, name=PurePosixPath(choice.key).name.removesuffix(".gguf"),
         file_bytes=choice.download_bytes, tensor_bytes=tensor_bytes, quantization=choice.quant or "unknown",
         layer_bytes=tuple(int(b * ratio) for b in reference.layer_bytes),
-        output_bytes=int(reference.output_bytes * ratio))
+        output_bytes=int(reference.output_bytes * ratio), repacked_bytes=_repacked(reference, choice, ratio))
+
+
+def _repacked(reference: ModelDescription, choice: ModelChoice, ratio: float) -> int:
+    """The repacked copy llama.cpp keeps on the CPU, for a quantization whose header was not read:
+    the reference's in proportion where both are one type, else the layers' bytes where the type
+    is one ggml repacks (a little high for mixes like Q4_K_M), else none."""
+    quant = (choice.quant or "").upper()
+    if quant == reference.quantization.upper():
+        return int(reference.repacked_bytes * ratio)
+    if "_".join(quant.split("_")[:2]) in REPACKED_TYPES:  # Q4_K_M -> Q4_K
+        return int(sum(reference.layer_bytes) * ratio)
+    return 0
 
 
 def describe_folder_remote(listing: RepoListing, choice: ModelChoice, settings: HubSettings) -> ModelDescription:

@@ -67,11 +67,12 @@ def test_verdicts_follow_the_decision_tree(hub: StandInHub, default_model: str) 
     assert [f.level for f in roomy.fits] == ["fits"] * 3
     assert roomy.why.startswith("8-bit (Q8_0) is the most precise that fits in 16.0 GiB free RAM")
     q8_need, q4_1_need = roomy.fit(Q8_0_PARTS[0]).need_bytes, roomy.fit(Q4_1).need_bytes
-    assert q8_need > q4_1_need > roomy.fit(Q4_0).need_bytes
+    # on the CPU llama.cpp holds Q4_0's layer matrices twice (mapped and repacked): more than Q4_1
+    assert q8_need > q4_1_need and roomy.fit(Q4_0).need_bytes > q4_1_need
     middle = (q8_need + q4_1_need) // 2
     squeezed = assess(listing, descriptions, config, DeviceMemory("cpu", "RAM", middle, 10 * middle), False)
     assert squeezed.recommended is not None and squeezed.recommended.key == Q4_1
-    assert [f.level for f in squeezed.fits] == ["does not fit", "fits", "fits"]
+    assert [f.level for f in squeezed.fits][:2] == ["does not fit", "fits"]
     assert "8-bit (Q8_0) would need" in squeezed.why and "4-bit (Q4_1) is the most precise" in squeezed.why
     tight = assess(listing, descriptions, config, DeviceMemory("cpu", "RAM", middle, int(middle * 1.1)), False)
     assert tight.recommended is not None and tight.recommended.key == Q4_1 and "tightly" in tight.why
@@ -83,6 +84,7 @@ def test_verdicts_follow_the_decision_tree(hub: StandInHub, default_model: str) 
 
     local = estimate(describe(default_model), dataclasses.replace(config, path=default_model)).total_bytes
     assert abs(roomy.fit(Q4_1).need_bytes - local) <= 0.02 * local
+    assert descriptions[Q4_1].repacked_bytes == 0 < descriptions[Q4_0].repacked_bytes, "scaled from the Q4_0 header"
 
 
 def test_download_with_progress_is_verified_and_the_model_answers(hub: StandInHub, hub_env: Path) -> None:
