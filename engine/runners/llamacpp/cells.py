@@ -18,9 +18,10 @@ def copy_sequence(context: int, source: int, target: int, cache_on_gpu: bool) ->
     """
     memory = llama_cpp.llama_get_memory(context)
     llama_cpp.llama_memory_seq_rm(memory, target, -1, -1)
-    if not cache_on_gpu and _copy_state(context, source, target):
-        return
-    llama_cpp.llama_memory_seq_rm(memory, target, -1, -1)
+    if not cache_on_gpu:
+        if _copy_state(context, source, target):
+            return
+        llama_cpp.llama_memory_seq_rm(memory, target, -1, -1)  # a state refused halfway may have left cells
     llama_cpp.llama_memory_seq_cp(memory, source, target, -1, -1)
 
 
