@@ -33,11 +33,12 @@ class LlamaLog:
         self._lines: deque[tuple[int, int, str]] = deque(maxlen=keep)
         self._count = 0
         self._lock = threading.Lock()
+        self._muted = 0
         # The C side keeps only a pointer: this object must outlive every call.
         self.callback = llama_cpp.llama_log_callback(self._on_log)
 
     def _on_log(self, level: int, text: bytes | None, _user_data: object) -> None:
-        if level == _LEVEL_CONT or level < _LEVEL_INFO or not text:
+        if level == _LEVEL_CONT or level < _LEVEL_INFO or not text or (self._muted and level < _LEVEL_ERROR):
             return  # progress dots and debug chatter
         try:
             line = text.decode("utf-8", errors="replace").strip()
@@ -46,6 +47,18 @@ class LlamaLog:
         with self._lock:
             self._count += 1
             self._lines.append((self._count, level, line))
+
+    @contextmanager
+    def errors_only(self) -> Iterator[None]:
+        """Keep only errors meanwhile: the quantizer logs a few lines per tensor, which would push
+        loading's own lines out of the ring."""
+        with self._lock:
+            self._muted += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._muted -= 1
 
     def mark(self) -> int:
         with self._lock:
