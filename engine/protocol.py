@@ -56,6 +56,9 @@ class ModelConfig:
     gpu_layers: int = -1  # -1 all, 0 none, N layers
     flash_attention: Literal["auto", "on", "off"] = "auto"
     kv_cache_type: Literal["f16", "q8_0", "q4_0"] = "f16"
+    # long prompts read with an F32 copy of a quantized file, on the CPU (runners/llamacpp/prompt_copy.py);
+    # auto: where the copy takes at most an eighth of the memory
+    prompt_copy: Literal["auto", "on", "off"] = "auto"
     # transformers
     quantization: Literal["none", "int8", "nf4", "fp4"] = "none"
     double_quant: bool = False
@@ -92,6 +95,8 @@ class ModelInfo:
     has_chat_template: bool = True
     notes: tuple[str, ...] = ()  # warnings a user should see, e.g. layers left on the CPU
     decode: str = ""  # how decode steps run where the backend has a choice: "CUDA graphs, batches of 1/2/4" ...
+    prompt_reading: str = ""  # how long prompts are read where the backend has a choice: "F32 copy (515 MiB)" ...
+    prompt_copy_bytes: int = 0  # the copy's weights and cache, in RAM besides model_bytes and kv_cache_bytes
 
 
 # ---------------------------------------------------------------- commands

@@ -19,6 +19,15 @@ def default_model() -> str:
     return str(path)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def cache_folder(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """Copies the runners make (the prompt reader's F32 weights) go to one folder per test run, not the
+    user's cache: made once, shared by every test that loads the default model."""
+    folder = str(tmp_path_factory.mktemp("cache"))
+    os.environ["HEARTH_CACHE_DIR"] = folder
+    return folder
+
+
 @pytest.fixture(autouse=True)
 def no_thread_left_running():
     """Fail any test that leaves an engine (or other) thread running."""

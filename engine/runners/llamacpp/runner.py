@@ -9,6 +9,7 @@ attend over.
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 from pathlib import Path
 from typing import Any, Callable, Sequence, cast
 
@@ -20,8 +21,12 @@ from engine.detokenizer import ByteDetokenizer
 from engine.protocol import ChatMessage, ModelConfig, ModelInfo, SamplingParams
 from engine.runners.base import PENALTY_LAST_N, CacheFull, LoadCancelled, Progress, RunnerError, SlotWork
 from engine.runners.llamacpp.cells import copy_sequence
-from engine.runners.llamacpp.info import build_info, chat_template, placement
+from engine.runners.llamacpp.info import build_info, chat_template, kv_cache_bytes, placement
 from engine.runners.llamacpp.load import check_config, check_file, create_context, llama_log, load_model
+from engine.runners.llamacpp.params import context_params
+from engine.runners.llamacpp.prompt_copy import COPY_TYPE, MIN_TOKENS, PromptReader, open_reader, wanted
+from engine.runners.llamacpp.seqstate import StateFormatError
+from engine.units import format_bytes
 from engine.runners.llamacpp.sampling import sampler_chain
 
 
@@ -29,7 +34,9 @@ from engine.runners.llamacpp.sampling import sampler_chain
 class LlamaCppRunner:
     """Owns the model, the context, the batch and one sampler chain per slot."""
 
-    def __init__(self, model: int, context: int, info: ModelInfo, config: ModelConfig) -> None:
+    def __init__(
+        self, model: int, context: int, info: ModelInfo, config: ModelConfig, reader: PromptReader | None = None
+    ) -> None:
         self._model: int | None = model
         self._context: int | None = context
         self.info = info
@@ -50,7 +57,8 @@ class LlamaCppRunner:
         self._fresh: set[int] = set()  # slots whose sampler has not yet seen this turn's prompt
         self._cached: list[list[int]] = [[] for _ in range(self.slots)]  # each slot's tokens in the cache
         self._pieces: dict[int, bytes] = {}
-        self._sampled_at: dict[int, int] = {}  # slot -> batch index of its logits in the last step
+        self._sampled_at: dict[int, tuple[int, int]] = {}  # slot -> (context, batch index) of its last logits
+        self._reader = reader  # long prompt chunks are read with the F32 copy (prompt_copy.py)
         self._template = chat_template(model)
         self._bos_text = self._token_text(llama_cpp.llama_vocab_bos(self._vocab))
         self._eos_text = self._token_text(llama_cpp.llama_vocab_eos(self._vocab))
@@ -86,11 +94,15 @@ class LlamaCppRunner:
         context_length = min(config.context_length, trained) if trained > 0 else config.context_length
         weights_on_gpu = placement(config, llama_log().since(mark))[1]
         context = create_context(model, path, config, context_length, weights_on_gpu)
+        reader = None
         try:
             cells = int(llama_cpp.llama_n_ctx(context))
             info = build_info(model, path, config, context_length, cells, llama_log().since(mark))
-            return cls(model, context, info, config)
+            reader, info = _prompt_reader(model, context, path, config, context_length, info, weights_on_gpu)
+            return cls(model, context, info, config, reader)
         except BaseException:
+            if reader is not None:
+                reader.close()
             llama_cpp.llama_free(context)
             raise
 
@@ -159,12 +171,15 @@ class LlamaCppRunner:
     # ------------------------------------------------------------ the cache
 
     def remove_from(self, slot: int, position: int) -> bool:
+        self._settle(slot)
         removed = bool(llama_cpp.llama_memory_seq_rm(self._memory, slot, position, -1))
         if removed:
             del self._cached[slot][position:]
         return removed
 
     def clear_slot(self, slot: int) -> None:
+        if self._reader is not None:
+            self._reader.forget(slot)
         llama_cpp.llama_memory_seq_rm(self._memory, slot, -1, -1)
         self._cached[slot].clear()
 
@@ -174,6 +189,9 @@ class LlamaCppRunner:
         holds the whole sequence or nothing), so there the start is computed again."""
         if self._context is None or not self._drops_tails:
             return False
+        self._settle(source)
+        if self._reader is not None:
+            self._reader.forget(target)
         copy_sequence(self._context, source, target, cache_on_gpu=self.info.gpu_offload)
         llama_cpp.llama_memory_seq_rm(self._memory, target, length, -1)
         self._cached[target] = self._cached[source][:length]
@@ -187,6 +205,15 @@ class LlamaCppRunner:
     def forward(self, work: Sequence[SlotWork]) -> dict[int, list[int]]:
         if self._context is None or self._batch is None:
             raise RunnerError("The model was closed.")
+        self._sampled_at = {}
+        reader = self._reader
+        read = [item for item in work if reader is not None and reader.takes(item)]
+        sampled = {item.slot: self._read_with_copy(item) for item in read}
+        work = [item for item in work if not any(item is other for other in read)]
+        if not work:
+            return {slot: tokens for slot, tokens in sampled.items() if tokens}
+        for item in work:
+            self._settle(item.slot)
         outputs = self._fill_batch(work)
         self._use_threads(any(len(item.tokens) > 1 for item in work))
         result = llama_cpp.llama_decode(self._context, self._batch)
@@ -197,8 +224,27 @@ class LlamaCppRunner:
             )
         if result != 0:
             raise RunnerError(f"llama.cpp failed to decode a batch of {self._batch.n_tokens} tokens (error {result}).")
-        self._sampled_at = {}
-        return {item.slot: self._sample_and_verify(item, rows) for item, rows in outputs}
+        sampled.update({item.slot: self._sample_and_verify(item, rows, self._context) for item, rows in outputs})
+        return {slot: tokens for slot, tokens in sampled.items() if tokens}
+
+    def _read_with_copy(self, item: SlotWork) -> list[int]:
+        """A long prompt chunk, read by the F32 copy's context; its first token sampled from there."""
+        assert self._reader is not None
+        if item.sample and item.slot not in self._samplers:
+            raise RunnerError(f"Slot {item.slot} has no sampler: begin_turn was not called.")
+        self._cached[item.slot][item.start_pos:] = item.tokens
+        self._accept_prompt(item)
+        self._reader.read(item)
+        if not item.sample:
+            return []
+        return self._sample_and_verify(item, range(self._reader.last_row(), self._reader.last_row() + 1),
+                                       self._reader.context)
+
+    def _settle(self, slot: int) -> None:
+        """Before the generating context touches `slot`: the cells the copy read for it come over."""
+        if self._reader is not None:
+            self._reader.flush(slot)
+            self._reader.forget(slot)
 
     def _use_threads(self, reads_prompt: bool) -> None:
         generation, prompt = self._threads
@@ -207,18 +253,17 @@ class LlamaCppRunner:
             llama_cpp.llama_set_n_threads(self._context, generation, wanted)
             self._batch_threads = wanted
 
-    def _sample_and_verify(self, item: SlotWork, rows: range) -> list[int]:
+    def _sample_and_verify(self, item: SlotWork, rows: range, context: int) -> list[int]:
         """Sample at each row in turn with the slot's chain, as llama-server's common_sampler_sample_and_accept_n
         does: keep going while the sample equals the draft token there. Each sample is one the chain would
         have drawn generating token by token (its penalty history and random state advance once per token
         kept, and nothing is sampled past the first disagreement), so drafts never change the answer."""
-        assert self._context is not None
         chain = self._samplers[item.slot]
         tokens: list[int] = []
         for row, guess in zip(rows, [*item.draft, None]):
-            token = int(llama_cpp.llama_sampler_sample(chain, self._context, row))
+            token = int(llama_cpp.llama_sampler_sample(chain, context, row))
             tokens.append(token)
-            self._sampled_at[item.slot] = row
+            self._sampled_at[item.slot] = (context, row)
             if token != guess:
                 break
         self._fresh.discard(item.slot)
@@ -228,7 +273,7 @@ class LlamaCppRunner:
         """The logits `slot` sampled from in the last step (a copy): for checks against a reference."""
         if self._context is None or slot not in self._sampled_at:
             raise RunnerError(f"Slot {slot} sampled nothing in the last step.")
-        row = llama_cpp.llama_get_logits_ith(self._context, self._sampled_at[slot])
+        row = llama_cpp.llama_get_logits_ith(*self._sampled_at[slot])
         return np.ctypeslib.as_array(row, shape=(self._n_vocab,)).copy()
 
     def _fill_batch(self, work: Sequence[SlotWork]) -> list[tuple[SlotWork, range]]:
@@ -281,6 +326,9 @@ class LlamaCppRunner:
     def close(self) -> None:
         for slot in list(self._samplers):
             self._free_sampler(slot)
+        if self._reader is not None:
+            self._reader.close()
+            self._reader = None
         if self._batch is not None:
             llama_cpp.llama_batch_free(self._batch)
             self._batch = None
@@ -294,3 +342,26 @@ class LlamaCppRunner:
 
 def _text(value: bytes | None) -> str:
     return value.decode("utf-8", errors="replace") if value else ""
+
+
+def _prompt_reader(
+    model: int, context: int, path: Path, config: ModelConfig, context_length: int, info: ModelInfo,
+    weights_on_gpu: bool,
+) -> tuple[PromptReader | None, ModelInfo]:
+    """The F32 copy's reader where it is wanted and works; the info says how prompts are read."""
+    import psutil
+
+    use, why_not = wanted(config, weights_on_gpu, int(llama_cpp.llama_model_ftype(model)), info.n_params,
+                          int(psutil.virtual_memory().total))
+    if not use:
+        return None, dataclasses.replace(info, prompt_reading=why_not)
+    threads = int(llama_cpp.llama_n_threads_batch(context))
+    try:
+        reader = open_reader(path, config, context, context_length, threads,
+                             lambda: context_params(config, context_length, weights_on_gpu))
+    except (RunnerError, StateFormatError) as error:
+        note = f"Long prompts are read with the {info.quantization} weights: {error}"
+        return None, dataclasses.replace(info, prompt_reading="off (the copy failed)", notes=info.notes + (note,))
+    extra = reader.memory_bytes(kv_cache_bytes(model, context_length, config.kv_cache_type))
+    reading = f"{COPY_TYPE} copy with flash attention, from {MIN_TOKENS} tokens ({format_bytes(extra)})"
+    return reader, dataclasses.replace(info, prompt_reading=reading, prompt_copy_bytes=extra)

@@ -1,0 +1,291 @@
+"""Reading long prompts on the CPU with a full-precision copy of the weights.
+
+A quantized model reads prompts slowly on an x86 CPU: for Q4_1 ggml has no matrix-matrix kernel,
+so every prompt token is one more pass of dot products over the weights. The same weights widened
+to F32 go through llamafile's matrix kernels, and with flash attention (which reads prompts faster
+on the CPU, but generates slower after them) the bundled model read a 1,898-token history at 380
+tok/s against 149 (2-core Intel Xeon, 2 threads; README "Prompt processing on the CPU").
+
+So the runner keeps a second context over an F32 copy of the file, made once with
+llama_model_quantize (F32 from a quantized type is exact: the quantized values, widened). A long
+prompt chunk is read there; the chat's cells then move to the generating context (seqstate.py),
+lazily, when the chat next decodes there. Generation stays on the quantized weights, where it is
+faster (it reads every weight once per token, and the copy has 4-6x the bytes).
+
+The copy costs memory (its weights, ~4 bytes a parameter, plus a one-stream KV cache) and disk,
+so "auto" takes it only for small models (the copy at most an eighth of the machine's memory),
+never with weights on a GPU (which reads prompts fast anyway).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, cast
+
+import llama_cpp
+import numpy as np
+
+from engine.protocol import ModelConfig
+from engine.runners.base import CacheFull, RunnerError, SlotWork
+from engine.runners.llamacpp import seqstate
+from engine.runners.llamacpp.load import llama_log
+
+COPY_TYPE = "F32"
+MIN_TOKENS = 64  # shorter chunks stay in the generating context: the move costs more than it saves
+# A chunk read in the copy moves the chat's cells there and back (~20 us a cell); it saves ~4 ms a
+# token. Where the chat's cells are not in the copy yet, the chunk must be at least this share of them.
+MIN_SHARE_OF_CELLS = 1 / 16
+AUTO_MEMORY_SHARE = 1 / 8
+_QUANTIZED_FTYPES_EXCLUDED = {llama_cpp.LLAMA_FTYPE_ALL_F32, llama_cpp.LLAMA_FTYPE_MOSTLY_F16,
+                              llama_cpp.LLAMA_FTYPE_MOSTLY_BF16}
+
+
+def copy_bytes(n_params: int) -> int:
+    """The F32 copy's weights."""
+    return 4 * n_params
+
+
+def wanted(config: ModelConfig, weights_on_gpu: bool, ftype: int, n_params: int, total_memory: int) -> tuple[bool, str]:
+    """Whether to read prompts with a copy, and why not where not (for the gauge's notes)."""
+    if config.prompt_copy == "off":
+        return False, ""
+    if weights_on_gpu:
+        return False, "off (the weights are on the GPU)"
+    if ftype in _QUANTIZED_FTYPES_EXCLUDED:
+        return False, "off (the weights are not quantized)"
+    if config.prompt_copy == "auto" and copy_bytes(n_params) > total_memory * AUTO_MEMORY_SHARE:
+        return False, "off (auto: the copy would take more than an eighth of the memory)"
+    return True, ""
+
+
+# ---------------------------------------------------------------- the copy on disk
+
+
+def copy_folder() -> Path:
+    override = os.environ.get("HEARTH_CACHE_DIR")
+    if override:
+        return Path(override) / "prompt-copies"
+    import platformdirs
+
+    return platformdirs.user_cache_path("Hearth", appauthor=False) / "prompt-copies"
+
+
+def full_precision_copy(source: Path, threads: int) -> Path:
+    """The F32 copy of `source`, made on first use; remade when the source or the copy changed.
+
+    Beside the copy a small record names the source (path, size, modification time) and the copy's
+    size; a copy that does not match its record is not used.
+    """
+    folder = copy_folder()
+    stat = source.stat()
+    target = folder / f"{source.stem}.{stat.st_size:x}.{COPY_TYPE}.gguf"
+    record = target.with_suffix(".json")
+    identity = {"source": str(source.resolve()), "size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
+    if _matches(target, record, identity):
+        return target
+    folder.mkdir(parents=True, exist_ok=True)
+    partial = target.with_suffix(".partial")
+    params = llama_cpp.llama_model_quantize_default_params()
+    params.ftype = llama_cpp.LLAMA_FTYPE_ALL_F32
+    params.allow_requantize = True
+    params.nthread = max(1, threads)
+    with llama_log().errors_only():
+        failed = llama_cpp.llama_model_quantize(str(source).encode(), str(partial).encode(), ctypes.byref(params))
+    if failed:
+        partial.unlink(missing_ok=True)
+        raise RunnerError(f"llama.cpp could not write a {COPY_TYPE} copy of {source.name} into {folder}.")
+    os.replace(partial, target)
+    record.write_text(json.dumps({**identity, "copy_size": target.stat().st_size}), encoding="utf-8")
+    return target
+
+
+def _matches(target: Path, record: Path, identity: dict[str, object]) -> bool:
+    try:
+        saved = json.loads(record.read_text(encoding="utf-8"))
+        size = target.stat().st_size
+    except (OSError, ValueError):
+        return False
+    return all(saved.get(key) == value for key, value in identity.items()) and saved.get("copy_size") == size
+
+
+# ---------------------------------------------------------------- reading with it
+
+
+@dataclass
+class _Held:
+    slot: int
+    length: int  # positions 0..length-1 of `slot` are in the copy's sequence 0
+    ahead: bool  # the copy has cells the generating context does not have yet
+
+
+class PromptReader:
+    """A one-stream context over the copy, with flash attention, that reads long prompt chunks.
+
+    It holds at most one chat's cells at a time, in its sequence 0. After a chunk the cells stay
+    there (`ahead`) until the generating context needs that chat: `flush` moves them over.
+    """
+
+    def __init__(self, model: int, context: int, main: int, streams: int, layers: int) -> None:
+        self._model: int | None = model
+        self._context: int | None = context
+        self._main = main
+        self._streams = streams
+        self._layers = layers
+        self._main_v_trans = True
+        self._own_v_trans = False
+        self._capacity = int(llama_cpp.llama_n_batch(context))
+        self._cells = int(llama_cpp.llama_n_ctx(context))
+        self._batch = llama_cpp.llama_batch_init(self._capacity, 0, 1)
+        self._held: _Held | None = None
+
+    @property
+    def context(self) -> int:
+        assert self._context is not None
+        return self._context
+
+    def check(self) -> None:
+        """Read two tokens here, move them to the generating context's sequence 0 and back: the state
+        format and both caches' layouts are learned (or refused) now, not in the middle of a chat."""
+        self._decode([1, 1], 0, 0, logits=False)
+        try:
+            state = seqstate.read(self.context, 0)
+            self._own_v_trans = seqstate.parse(state, self._layers).v_trans
+            # Whether the generating cache stores V transposed (no flash attention) shows in what it accepts.
+            for v_trans in (True, False):
+                if seqstate.write(self._main, 0, seqstate.convert(state, self._layers, self._streams, 0, v_trans)):
+                    self._main_v_trans = v_trans
+                    break
+            else:
+                raise seqstate.StateFormatError("the generating context refused the copy's cells")
+            back = seqstate.convert(seqstate.read(self._main, 0), self._layers, 1, 0, self._own_v_trans)
+            if not seqstate.write(self.context, 0, back):
+                raise seqstate.StateFormatError("the copy's context refused the generating context's cells")
+        finally:
+            llama_cpp.llama_memory_seq_rm(llama_cpp.llama_get_memory(self._main), 0, -1, -1)
+            llama_cpp.llama_memory_seq_rm(llama_cpp.llama_get_memory(self.context), 0, -1, -1)
+
+    def takes(self, item: SlotWork) -> bool:
+        if item.draft or not MIN_TOKENS <= len(item.tokens) <= self._capacity:
+            return False
+        if item.start_pos + len(item.tokens) > self._cells:
+            return False  # the generating context says what is full
+        held = self._held
+        if held is not None and held.slot == item.slot and held.length == item.start_pos:
+            return True
+        return len(item.tokens) >= (item.start_pos + len(item.tokens)) * MIN_SHARE_OF_CELLS
+
+    def read(self, item: SlotWork) -> None:
+        """Put the chunk into the copy's cache, after the chat's cells there (moved in if needed)."""
+        held = self._held
+        if held is None or held.slot != item.slot or held.length != item.start_pos:
+            self._take(item.slot, item.start_pos)
+        self._decode(item.tokens, item.start_pos, 0, logits=item.sample)
+        self._held = _Held(item.slot, item.start_pos + len(item.tokens), ahead=True)
+
+    def _take(self, slot: int, length: int) -> None:
+        if self._held is not None and self._held.ahead:
+            self.flush(self._held.slot)
+        self._held = None
+        memory = llama_cpp.llama_get_memory(self.context)
+        llama_cpp.llama_memory_seq_rm(memory, 0, -1, -1)
+        if length:
+            state = seqstate.convert(seqstate.read(self._main, slot), self._layers, 1, 0, self._own_v_trans)
+            if not seqstate.write(self.context, 0, state):
+                raise RunnerError(f"The prompt copy's cache refused chat {slot}'s {length} cells.")
+            llama_cpp.llama_memory_seq_rm(memory, 0, length, -1)
+        self._held = _Held(slot, length, ahead=False)
+
+    def flush(self, slot: int) -> None:
+        """Give the generating context the cells of `slot` the copy has and it has not."""
+        held = self._held
+        if held is None or held.slot != slot or not held.ahead:
+            return
+        state = seqstate.convert(seqstate.read(self.context, 0), self._layers, self._streams, slot, self._main_v_trans)
+        if not seqstate.write(self._main, slot, state):
+            self._held = None
+            raise RunnerError(f"The generating context refused chat {slot}'s {held.length} cells from the prompt copy.")
+        held.ahead = False
+
+    def forget(self, slot: int) -> None:
+        """`slot` changes in the generating context: what the copy holds of it is stale."""
+        if self._held is not None and self._held.slot == slot:
+            self._held = None
+
+    def _decode(self, tokens: list[int], start: int, seq: int, logits: bool) -> None:
+        batch = self._batch
+        token_of, pos_of, count_of = cast(Any, batch.token), cast(Any, batch.pos), cast(Any, batch.n_seq_id)
+        seq_of, wants = cast(Any, batch.seq_id), cast(Any, batch.logits)
+        for index, token in enumerate(tokens):
+            token_of[index] = token
+            pos_of[index] = start + index
+            count_of[index] = 1
+            seq_of[index][0] = seq
+            wants[index] = 0
+        wants[len(tokens) - 1] = int(logits)
+        batch.n_tokens = len(tokens)
+        result = llama_cpp.llama_decode(self.context, batch)
+        if result == 1:
+            raise CacheFull("The prompt copy's cache has no room for this chunk.")
+        if result != 0:
+            raise RunnerError(f"llama.cpp failed to read {len(tokens)} prompt tokens with the copy (error {result}).")
+
+    def memory_bytes(self, kv_cache: int) -> int:
+        """The copy's weights and its cache."""
+        assert self._model is not None
+        return int(llama_cpp.llama_model_size(self._model)) + kv_cache
+
+    def last_row(self) -> int:
+        return int(self._batch.n_tokens) - 1
+
+    def logits(self, row: int, n_vocab: int) -> np.ndarray:
+        values = llama_cpp.llama_get_logits_ith(self.context, row)
+        return np.ctypeslib.as_array(values, shape=(n_vocab,)).copy()
+
+    def close(self) -> None:
+        if self._batch is not None:
+            llama_cpp.llama_batch_free(self._batch)
+        if self._context is not None:
+            llama_cpp.llama_free(self._context)
+            self._context = None
+        if self._model is not None:
+            llama_cpp.llama_model_free(self._model)
+            self._model = None
+
+
+def open_reader(
+    source: Path, config: ModelConfig, main: int, context_length: int, threads: int,
+    context_params: Callable[[], llama_cpp.llama_context_params],
+) -> PromptReader:
+    """Make (or find) the copy, load it on the CPU and check that cells move both ways."""
+    path = full_precision_copy(source, threads)
+    params = llama_cpp.llama_model_default_params()
+    params.n_gpu_layers = 0
+    params.use_mmap = True
+    model = llama_cpp.llama_model_load_from_file(str(path).encode("utf-8"), params)
+    if not model:
+        raise RunnerError(f"llama.cpp could not load the prompt copy {path}.")
+    context = 0
+    try:
+        cp = context_params()
+        cp.n_ctx = context_length
+        cp.n_seq_max = 1
+        cp.n_threads = cp.n_threads_batch = threads
+        cp.flash_attn_type = llama_cpp.LLAMA_FLASH_ATTN_TYPE_ENABLED
+        cp.n_batch = min(cp.n_batch, context_length)
+        cp.n_ubatch = min(cp.n_ubatch, cp.n_batch)
+        context = int(llama_cpp.llama_init_from_model(model, cp) or 0)
+        if not context:
+            raise RunnerError(f"llama.cpp could not create a context for the prompt copy {path.name}.")
+        streams = config.slots
+        reader = PromptReader(int(model), context, main, streams, int(llama_cpp.llama_model_n_layer(model)))
+        reader.check()
+        return reader
+    except BaseException:
+        if context:
+            llama_cpp.llama_free(context)
+        llama_cpp.llama_model_free(model)
+        raise
