@@ -161,7 +161,7 @@ class SettingsDialog(QDialog):
         config = self.current_config()
         if config.backend == "remote" or config.backend == "llamacpp" and self.description.kind != "gguf":
             return None  # a remote server's memory is its own
-        return estimate(self.description, config, has_gpu=self.form.on_gpu())
+        return estimate(self.description, config, has_gpu=self.form.on_gpu(), total_memory=self.ram.total_bytes)
 
     def _device_memory(self, result: Estimate) -> DeviceMemory:
         gpus = self.capabilities.gpus

@@ -75,10 +75,16 @@ class SettingsForm(QWidget):
         self.kv_note_label = QLabel()
         self.kv_note_label.setWordWrap(True)
         self.flash_combo = combo([("auto", "auto"), ("on", "on"), ("off", "off")])
+        self.prompt_copy_combo = combo([("auto", "auto"), ("on", "on"), ("off", "off")])
+        self.prompt_copy_combo.setToolTip(
+            "llama.cpp on the CPU: long prompts are read with an F32 copy of a quantized model, made once and kept "
+            "in the cache folder: 2-2.5x faster, ~4 bytes a parameter more memory. Answers are generated with the "
+            "quantized weights. auto: where the copy takes at most an eighth of the memory.")
         self.device_form = _rows(group, (("Device", self.device_combo), ("GPU layers", self.gpu_layers_spin),
                                          ("CPU threads", self.threads_spin), ("Context per chat", self.context_spin),
                                          ("Parallel chats", self.slots_spin), ("", self.kv_note_label),
-                                         ("Flash attention", self.flash_combo)))
+                                         ("Flash attention", self.flash_combo),
+                                         ("Prompt reading copy", self.prompt_copy_combo)))
         return group
 
     def _build_sampling_group(self) -> QGroupBox:
@@ -140,6 +146,7 @@ class SettingsForm(QWidget):
         self.remote.setVisible(remote)
         self.device_group.setVisible(not remote)  # the server's machine decides all of that
         self.device_form.setRowVisible(self.gpu_layers_spin, gguf)
+        self.device_form.setRowVisible(self.prompt_copy_combo, gguf)
 
     def update_availability(self, model: ModelDescription | None) -> None:
         caps = self.capabilities
@@ -210,6 +217,7 @@ class SettingsForm(QWidget):
         return [(self.kv_type_combo, "model.kv_cache_type"), (self.quant_combo, "model.quantization"),
                 (self.dtype_combo, "model.dtype"), (self.device_combo, "model.device"),
                 (self.flash_combo, "model.flash_attention"), (self.fast_decode_combo, "model.fast_decode"),
+                (self.prompt_copy_combo, "model.prompt_copy"),
                 (self.speculative_combo, "sampling.speculative")]
 
     def _spins(self) -> list[tuple[QSpinBox | QDoubleSpinBox, str]]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from PySide6.QtWidgets import QGroupBox, QLabel, QVBoxLayout, QWidget
 
-from app.status.memory_bar import KV_COLOR, OTHER_COLOR, WEIGHTS_COLOR, BarPart, MemoryBar
+from app.status.memory_bar import KV_COLOR, OTHER_COLOR, PROMPT_COPY_COLOR, WEIGHTS_COLOR, BarPart, MemoryBar
 from engine.catalog.devices import DeviceMemory
 from engine.catalog.memory import Estimate, Verdict, verdict
 from engine.units import format_bytes
@@ -40,6 +40,8 @@ class MemorySection(QGroupBox):
         parts = [BarPart("weights", result.weights_bytes, WEIGHTS_COLOR),
                  BarPart("KV cache", result.kv_cache_bytes, KV_COLOR),
                  BarPart("overhead", result.overhead_bytes, OTHER_COLOR)]
+        if result.prompt_copy_bytes:
+            parts.append(BarPart("F32 copy for prompts", result.prompt_copy_bytes, PROMPT_COPY_COLOR))
         shown = [BarPart(part.name, int(part.size * share), part.color) for part in parts]
         scale = int(max(sum(part.size for part in shown), memory.free_bytes) * HEADROOM)
         self.bar.set_parts(shown, scale, memory.free_bytes)

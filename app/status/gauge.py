@@ -22,7 +22,7 @@ from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QWidget
 
 from app.bridge import EngineStats, ModelInfo
 from app.status.elided_label import ElidedLabel
-from app.status.memory_bar import KV_COLOR, OTHER_COLOR, WEIGHTS_COLOR, BarPart, MemoryBar
+from app.status.memory_bar import KV_COLOR, OTHER_COLOR, PROMPT_COPY_COLOR, WEIGHTS_COLOR, BarPart, MemoryBar
 from app.status.memory_probe import MemorySnapshot, gpu_index_of, snapshot
 from engine.units import format_bytes
 
@@ -165,8 +165,13 @@ class GaugeWidget(QFrame):
             used = total = memory.process_bytes
             text = f"RAM {format_bytes(used)}"
         text += f" (model {format_bytes(weights)}, KV {format_bytes(kv)})"
-        parts = [BarPart("model", weights, WEIGHTS_COLOR), BarPart("KV cache", kv, KV_COLOR),
-                 BarPart("other", max(used - weights - kv, 0), OTHER_COLOR)]
+        parts = [BarPart("model", weights, WEIGHTS_COLOR), BarPart("KV cache", kv, KV_COLOR)]
+        rest = max(used - weights - kv, 0)
+        if model.prompt_copy_bytes and memory.kind != "VRAM":  # mapped: resident as far as prompts touched it
+            copy = min(model.prompt_copy_bytes, rest)
+            parts.append(BarPart("F32 copy for prompts", copy, PROMPT_COPY_COLOR))
+            rest -= copy
+        parts.append(BarPart("other", rest, OTHER_COLOR))
         return parts, total, text
 
     def _refresh_labels(self) -> None:
@@ -205,10 +210,10 @@ class GaugeWidget(QFrame):
         if self.remote:
             return _table(self._remote_rows())
         parts, _, text = self._memory_parts()
-        sizes = [format_bytes(part.size) for part in parts] or ["?"] * 3
+        shares = ", ".join(f"{part.name} {format_bytes(part.size)}" for part in parts) or "model ?, KV cache ?, other ?"
         rows = [
             ("Device", html.escape(self.model.device)),
-            ("Memory", f"{text.split(' (')[0]}: model {sizes[0]}, KV cache {sizes[1]}, other {sizes[2]}"),
+            ("Memory", f"{text.split(' (')[0]}: {shares}"),
             ("Speed", f"{self.tokens_per_second:.1f} tok/s in total"),
             *self._per_chat_rows(),
             ("Speculative", self._drafts_text()),
@@ -219,6 +224,8 @@ class GaugeWidget(QFrame):
         ]
         if self.model.decode:
             rows.append(("Decode", html.escape(self.model.decode)))
+        if self.model.prompt_reading:
+            rows.append(("Prompts", html.escape(self.model.prompt_reading)))
         if not self.model.has_chat_template:
             rows.append(("Chat template", "<br>".join(html.escape(line) for line in NO_CHAT_TEMPLATE)))
         rows += [("Note", html.escape(note)) for note in self.model.notes]

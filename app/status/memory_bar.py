@@ -16,6 +16,7 @@ from PySide6.QtGui import QColor, QPainter, QPaintEvent, QPalette
 from PySide6.QtWidgets import QWidget
 
 WEIGHTS_COLOR, KV_COLOR, OTHER_COLOR = QColor("#3b82f6"), QColor("#f59e0b"), QColor("#9ca3af")
+PROMPT_COPY_COLOR = QColor("#8b5cf6")  # llama.cpp's F32 copy for reading prompts
 
 
 @dataclass(frozen=True)

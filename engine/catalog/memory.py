@@ -32,6 +32,10 @@ ACTIVATION_FLOATS_PER_DIM = 17
 CUDA_CONTEXT_BYTES = 400 << 20  # CUDA context + cuBLAS workspace: the usual figure, not measured here
 CONTEXT_STEP = 256
 TIGHT_FRACTION = 0.70  # more than this share of the device is "tight"
+# llama.cpp on the CPU reads long prompts with an F32 copy of a quantized file (runners/llamacpp/prompt_copy.py)
+PROMPT_COPY_BYTES_PER_PARAM = 4
+PROMPT_COPY_AUTO_SHARE = 1 / 8  # auto: only where the copy takes at most this share of the memory
+UNQUANTIZED_FILE_TYPES = {"F32", "F16", "BF16"}
 
 Level = Literal["fits", "tight", "does not fit"]
 
@@ -51,10 +55,12 @@ class Estimate:
     config: ModelConfig
     transient_bytes: int = 0  # the part of the overhead a step allocates and frees again (transformers)
     repacked_bytes: int = 0  # the part of the weights that is llama.cpp's repacked copy on the CPU
+    prompt_copy_bytes: int = 0  # llama.cpp's F32 copy for reading prompts: its weights and one chat's cache
+    total_memory: int = 0  # the machine's RAM the estimate was made for (0: not known)
 
     @property
     def total_bytes(self) -> int:
-        return self.weights_bytes + self.kv_cache_bytes + self.overhead_bytes
+        return self.weights_bytes + self.kv_cache_bytes + self.overhead_bytes + self.prompt_copy_bytes
 
     @property
     def cpu_bytes(self) -> int:
@@ -85,15 +91,31 @@ class Verdict:
 # ---------------------------------------------------------------- the estimate
 
 
-def estimate(model: ModelDescription, config: ModelConfig, has_gpu: bool = False) -> Estimate:
+def estimate(model: ModelDescription, config: ModelConfig, has_gpu: bool = False, total_memory: int = 0) -> Estimate:
     """Weights + KV cache + runtime overhead for this model and configuration.
 
-    `has_gpu` resolves device "auto": a GPU is used when one is there.
+    `has_gpu` resolves device "auto": a GPU is used when one is there. `total_memory` (the machine's
+    RAM; 0: not known) decides whether "auto" reads prompts with a copy; not known, it is counted.
     """
     on_gpu = config.device.startswith("cuda") or (config.device == "auto" and has_gpu)
     if config.backend == "llamacpp":
-        return _estimate_llamacpp(model, config, on_gpu)
+        return _estimate_llamacpp(model, config, on_gpu, total_memory)
     return _estimate_hf(model, config, on_gpu)
+
+
+def prompt_copy_wanted(config: ModelConfig, weights_on_gpu: bool, file_type: str, n_params: int,
+                       total_memory: int) -> tuple[bool, str]:
+    """Whether llama.cpp reads long prompts with an F32 copy of the weights; why not, where not."""
+    if config.prompt_copy == "off":
+        return False, ""
+    if weights_on_gpu:
+        return False, "off (the weights are on the GPU)"
+    if file_type.upper() in UNQUANTIZED_FILE_TYPES:
+        return False, "off (the weights are not quantized)"
+    copy = PROMPT_COPY_BYTES_PER_PARAM * n_params
+    if config.prompt_copy == "auto" and total_memory and copy > total_memory * PROMPT_COPY_AUTO_SHARE:
+        return False, "off (auto: the copy would take more than an eighth of the memory)"
+    return True, ""
 
 
 def kv_cache_bytes(model: ModelDescription, cells: int, bytes_per_element: float) -> int:
@@ -101,7 +123,7 @@ def kv_cache_bytes(model: ModelDescription, cells: int, bytes_per_element: float
     return int(2 * model.layers * model.kv_heads * model.head_dim * cells * bytes_per_element)
 
 
-def _estimate_llamacpp(model: ModelDescription, config: ModelConfig, on_gpu: bool) -> Estimate:
+def _estimate_llamacpp(model: ModelDescription, config: ModelConfig, on_gpu: bool, total_memory: int) -> Estimate:
     if model.kind != "gguf":
         raise ValueError(f"llama.cpp loads GGUF files only, not the folder {model.path}")
     cells = config.context_length * config.slots  # one stream of context_length cells per chat, reserved at load
@@ -117,8 +139,13 @@ def _estimate_llamacpp(model: ModelDescription, config: ModelConfig, on_gpu: boo
     # The layers left on the CPU hold their Q4_0/Q4_K/IQ4_NL matrices twice: mapped from the file and
     # repacked (Q4_0 copy of the default model: 163 MiB of weights resident against 104 plain).
     repacked = int(model.repacked_bytes * (1.0 - share))
+    copy = 0
+    if prompt_copy_wanted(config, layers > 0, model.quantization, model.n_params, total_memory)[0]:
+        # F32 weights, one stream of context_length cells, the activations of a micro-batch with flash attention
+        copy = (PROMPT_COPY_BYTES_PER_PARAM * model.n_params + kv // max(config.slots, 1)
+                + min(config.batch_tokens, LLAMA_UBATCH) * model.embedding_length * 4 * ACTIVATION_FLOATS_PER_DIM)
     return Estimate(model.tensor_bytes + repacked, kv, cpu_overhead + gpu_overhead, gpu, cells, on_gpu, layers,
-                    model, config, repacked_bytes=repacked)
+                    model, config, repacked_bytes=repacked, prompt_copy_bytes=copy, total_memory=total_memory)
 
 
 def _gpu_layer_count(model: ModelDescription, gpu_layers: int) -> int:
@@ -225,6 +252,8 @@ def verdict(result: Estimate, free_bytes: int, total_bytes: int) -> Verdict:
 def suggest(result: Estimate, budget: int) -> str:
     """The first single change that brings the device's share under `budget` bytes."""
     model, config = result.model, result.config
+    if result.prompt_copy_bytes and _fits(result, budget, prompt_copy="off"):
+        return "Turn the prompt reading copy off (long prompts are then read 2-2.5x slower)."
     context = _largest_context(result, budget)
     if context:
         return f"Lower the context to {context:,} tokens per chat."
@@ -244,7 +273,7 @@ def suggest(result: Estimate, budget: int) -> str:
 
 def _fits(result: Estimate, budget: int, **change: object) -> bool:
     config = dataclasses.replace(result.config, **change)  # type: ignore[arg-type]
-    return estimate(result.model, config, has_gpu=result.on_gpu).device_bytes <= budget
+    return estimate(result.model, config, has_gpu=result.on_gpu, total_memory=result.total_memory).device_bytes <= budget
 
 
 def _largest_context(result: Estimate, budget: int) -> int:

@@ -39,27 +39,6 @@ MIN_TOKENS = 64  # shorter chunks stay in the generating context: the move costs
 # A chunk read in the copy moves the chat's cells there and back (~20 us a cell); it saves ~4 ms a
 # token. Where the chat's cells are not in the copy yet, the chunk must be at least this share of them.
 MIN_SHARE_OF_CELLS = 1 / 16
-AUTO_MEMORY_SHARE = 1 / 8
-_QUANTIZED_FTYPES_EXCLUDED = {llama_cpp.LLAMA_FTYPE_ALL_F32, llama_cpp.LLAMA_FTYPE_MOSTLY_F16,
-                              llama_cpp.LLAMA_FTYPE_MOSTLY_BF16}
-
-
-def copy_bytes(n_params: int) -> int:
-    """The F32 copy's weights."""
-    return 4 * n_params
-
-
-def wanted(config: ModelConfig, weights_on_gpu: bool, ftype: int, n_params: int, total_memory: int) -> tuple[bool, str]:
-    """Whether to read prompts with a copy, and why not where not (for the gauge's notes)."""
-    if config.prompt_copy == "off":
-        return False, ""
-    if weights_on_gpu:
-        return False, "off (the weights are on the GPU)"
-    if ftype in _QUANTIZED_FTYPES_EXCLUDED:
-        return False, "off (the weights are not quantized)"
-    if config.prompt_copy == "auto" and copy_bytes(n_params) > total_memory * AUTO_MEMORY_SHARE:
-        return False, "off (auto: the copy would take more than an eighth of the memory)"
-    return True, ""
 
 
 # ---------------------------------------------------------------- the copy on disk

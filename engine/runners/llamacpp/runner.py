@@ -16,6 +16,7 @@ from typing import Any, Callable, Sequence, cast
 import llama_cpp
 import numpy as np
 
+from engine.catalog.memory import prompt_copy_wanted
 from engine.chat_template import end_markers, render_chat
 from engine.detokenizer import ByteDetokenizer
 from engine.protocol import ChatMessage, ModelConfig, ModelInfo, SamplingParams
@@ -24,7 +25,7 @@ from engine.runners.llamacpp.cells import copy_sequence
 from engine.runners.llamacpp.info import build_info, chat_template, kv_cache_bytes, placement
 from engine.runners.llamacpp.load import check_config, check_file, create_context, llama_log, load_model
 from engine.runners.llamacpp.params import context_params
-from engine.runners.llamacpp.prompt_copy import COPY_TYPE, MIN_TOKENS, PromptReader, open_reader, wanted
+from engine.runners.llamacpp.prompt_copy import COPY_TYPE, MIN_TOKENS, PromptReader, open_reader
 from engine.runners.llamacpp.seqstate import StateFormatError
 from engine.units import format_bytes
 from engine.runners.llamacpp.sampling import sampler_chain
@@ -351,8 +352,8 @@ def _prompt_reader(
     """The F32 copy's reader where it is wanted and works; the info says how prompts are read."""
     import psutil
 
-    use, why_not = wanted(config, weights_on_gpu, int(llama_cpp.llama_model_ftype(model)), info.n_params,
-                          int(psutil.virtual_memory().total))
+    use, why_not = prompt_copy_wanted(config, weights_on_gpu, info.quantization, info.n_params,
+                                      int(psutil.virtual_memory().total))
     if not use:
         return None, dataclasses.replace(info, prompt_reading=why_not)
     threads = int(llama_cpp.llama_n_threads_batch(context))

@@ -23,7 +23,7 @@ def config_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 DOCUMENTED_DEFAULTS = {
     "model.path": "", "model.backend": "auto", "model.context_length": 4096, "model.slots": 4,
     "model.batch_tokens": 512, "model.threads": 0, "model.gpu_layers": -1, "model.flash_attention": "auto",
-    "model.kv_cache_type": "f16", "model.quantization": "none", "model.double_quant": False, "model.dtype": "auto",
+    "model.kv_cache_type": "f16", "model.prompt_copy": "auto", "model.quantization": "none", "model.double_quant": False, "model.dtype": "auto",
     "model.device": "auto", "model.fast_decode": "auto", "model.recent": [], "sampling.temperature": 0.7,
     "sampling.top_k": 40,
     "sampling.top_p": 0.95, "sampling.min_p": 0.05, "sampling.repeat_penalty": 1.1, "sampling.max_new_tokens": 512,
@@ -34,6 +34,7 @@ DOCUMENTED_DEFAULTS = {
 README_ROWS = (
     "| Backend | auto |", "| Context length | 4096 |", "| Parallel chats (slots) | 4 |", "| Batch tokens | 512 |",
     "| CPU threads | library's choice |", "| GPU layers | all |", "| Flash attention | auto |", "| KV cache type | f16 |",
+    "| Prompt reading copy | auto |",
     "| Quantization | none |", "| Device | auto |", "| Fast decode | auto |",
     "| Sampling | temperature 0.7, top-k 40, top-p 0.95, min-p 0.05, repeat penalty 1.1 |",
     "| Max new tokens | 512 |", "| Seed | random |", "| Speculative decoding | off |",

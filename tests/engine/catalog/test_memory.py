@@ -112,7 +112,7 @@ def test_hf_weights_by_hand_for_each_quantization() -> None:
 
 
 def test_verdict_levels_and_suggestions() -> None:
-    result = estimate(TOY_GGUF, ModelConfig(path="toy.gguf", context_length=32768, slots=4))
+    result = estimate(TOY_GGUF, ModelConfig(path="toy.gguf", context_length=32768, slots=4, prompt_copy="off"))
     need = result.total_bytes
     assert verdict(result, free_bytes=4 * need, total_bytes=8 * need).level == "fits"
     assert verdict(result, free_bytes=4 * need, total_bytes=8 * need).suggestion == ""
@@ -126,6 +126,25 @@ def test_verdict_levels_and_suggestions() -> None:
     assert suggested % 256 == 0 and 8192 < suggested < 16384
     assert estimate(TOY_GGUF, dataclasses.replace(result.config, context_length=suggested)).total_bytes <= free
     assert estimate(TOY_GGUF, dataclasses.replace(result.config, context_length=suggested + 256)).total_bytes > free
+
+
+def test_the_prompt_reading_copy_is_counted_where_llama_cpp_would_make_it() -> None:
+    config = ModelConfig(path="toy.gguf", context_length=4096, slots=4, gpu_layers=0, device="cpu")
+    plain = estimate(TOY_GGUF, dataclasses.replace(config, prompt_copy="off"))
+    # auto on a machine with 64 GiB: F32 weights (4 bytes x 10^9), one chat's cache, one micro-batch's activations
+    counted = estimate(TOY_GGUF, config, total_memory=64 << 30)
+    activations = 512 * 1024 * 4 * 17
+    assert counted.prompt_copy_bytes == 4 * 10**9 + plain.kv_cache_bytes // 4 + activations
+    assert counted.total_bytes == plain.total_bytes + counted.prompt_copy_bytes
+    # auto on 16 GiB: the 4 GB copy is more than an eighth, so llama.cpp reads prompts without it
+    assert estimate(TOY_GGUF, config, total_memory=16 << 30).prompt_copy_bytes == 0
+    assert estimate(TOY_GGUF, dataclasses.replace(config, prompt_copy="on"), total_memory=16 << 30).prompt_copy_bytes > 0
+    assert estimate(TOY_GGUF, dataclasses.replace(config, device="auto", gpu_layers=-1), has_gpu=True,
+                    total_memory=64 << 30).prompt_copy_bytes == 0
+    unquantized = dataclasses.replace(TOY_GGUF, quantization="F16")
+    assert estimate(unquantized, config, total_memory=64 << 30).prompt_copy_bytes == 0
+    # where memory is short, leaving the copy out is the first thing to try
+    assert suggest(counted, plain.total_bytes + MiB).startswith("Turn the prompt reading copy off")
 
 
 def test_suggestions_beyond_context() -> None:
