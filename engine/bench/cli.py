@@ -36,6 +36,8 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--workload", choices=WORKLOADS, default="chat",
                         help="what the speculative case asks: chat (the story prompts) or edit (repeat a "
                              "~600-token text changing one word); default chat")
+    parser.add_argument("--prompt-copy", choices=("auto", "on", "off"), default="auto",
+                        help="llama.cpp: read long prompts with an F32 copy of the weights (the setting; default auto)")
     parser.add_argument("--speculative-only", action="store_true",
                         help="run only the speculative case (drafts off and on) and no baseline")
     args = parser.parse_args(argv)

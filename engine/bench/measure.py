@@ -19,12 +19,12 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
 
     threads = (args.threads, args.threads) if args.threads else default_threads()
     config = ModelConfig(path=args.model, backend=args.backend, threads=args.threads, quantization=args.quant,
-                         slots=max(4, *args.tabs))
+                         slots=max(4, *args.tabs), prompt_copy=args.prompt_copy)
     info, measured, samples = _run_cases(config, args)
     result: dict[str, Any] = {
         "model": info.name, "path": info.path, "backend": info.backend, "quantization": info.quantization,
         "device": "cuda" if info.device.startswith("cuda") else "cpu", "device_detail": info.device,
-        "attention": info.attention, "threads": threads[0], "threads_batch": threads[1],
+        "attention": info.attention, "prompt_reading": info.prompt_reading, "threads": threads[0], "threads_batch": threads[1],
         "max_tokens": args.max_tokens, "repeat": args.repeat, "workload": args.workload,
         "speculative": [_speculative([sample["speculative"][i] for sample in samples]) for i in range(len(args.tabs))],
         "memory": memory_figures(config, measured),

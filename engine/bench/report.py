@@ -40,6 +40,8 @@ def table(result: dict[str, Any]) -> str:
     lines = [f"{result['model']} ({result['quantization']}, {result['device_detail']}, {result['attention']}), "
              f"{result['threads']}/{result['threads_batch']} threads, {result['max_tokens']} tokens per tab, "
              f"best of {result['repeat']}"]
+    if result.get("prompt_reading"):
+        lines.append(f"long prompts: {result['prompt_reading']}")
     if "runs" in result:
         lines += _engine_lines(result)
     lines += _speculative_lines(result)
