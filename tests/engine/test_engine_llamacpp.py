@@ -156,3 +156,41 @@ def test_an_answer_that_copies_its_prompt_is_drafted_and_the_stats_say_how_well(
     stats = engine.wait_for(lambda e: type(e).__name__ == "EngineStats" and e.drafted_tokens > 0, after=mark)
     assert 0 < stats.accepted_tokens <= stats.drafted_tokens and stats.acceptance == pytest.approx(
         stats.accepted_tokens / stats.drafted_tokens)
+
+
+def test_a_long_history_is_read_with_the_copy_while_another_chat_streams(engine: EngineHarness) -> None:
+    from engine.bench.workloads import history
+
+    info = engine.loop.model_info
+    assert info is not None and info.prompt_reading.startswith("F32 copy")
+    mark = engine.mark()
+    engine.loop.send(Submit("streaming", ask("Write a long story about a lighthouse."),
+                            SamplingParams(temperature=0, max_new_tokens=120, ignore_eos=True)))
+    engine.wait_for(lambda e: getattr(e, "chat_id", None) == "streaming" and type(e).__name__ == "Token", after=mark)
+    long = (*history(pairs=2, notes=11), ChatMessage("user", "What did the keeper find on day 3?"))
+    submitted = engine.mark()
+    engine.loop.send(Submit("long", long, GREEDY))
+    end = engine.finished("long", mark)
+    assert end.reason in ("stop", "length") and end.stats.prompt_tokens > 600 and len(end.text.split()) >= 3
+    # the other chat kept streaming while the history was read (in chunks, one per step, beside its token)
+    first_long = engine.tokens("long", mark)[0][0]
+    streamed_meanwhile = [t for t, _ in engine.tokens("streaming", submitted) if t < first_long]
+    assert len(streamed_meanwhile) >= 2
+    assert engine.finished("streaming", mark).stats.generated_tokens == 120
+    # both chats done, the engine idle: the long chat's slot holds its whole prompt from position 0 in the
+    # generating context (moved over from the copy's, not left there)
+    import llama_cpp
+
+    runner = engine.loop._runner
+    memory = llama_cpp.llama_get_memory(runner._context)  # type: ignore[union-attr]
+    held = [(llama_cpp.llama_memory_seq_pos_min(memory, slot), llama_cpp.llama_memory_seq_pos_max(memory, slot))
+            for slot in range(4)]
+    assert any(low == 0 and high >= end.stats.prompt_tokens - 1 for low, high in held), held
+
+    # the next turn finds the cells the copy computed in the generating context
+    mark = engine.mark()
+    engine.loop.send(Submit("long", (*long, ChatMessage("assistant", end.text), ChatMessage("user", "And day 4?")), GREEDY))
+    started = engine.started("long", mark)
+    assert started.reused_tokens >= end.stats.prompt_tokens
+    again = engine.finished("long", mark)
+    assert again.reason in ("stop", "length") and len(again.text.split()) >= 3

@@ -20,8 +20,11 @@ never with weights on a GPU (which reads prompts fast anyway).
 from __future__ import annotations
 
 import ctypes
+import glob
+import hashlib
 import json
 import os
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, cast
@@ -32,7 +35,8 @@ import numpy as np
 from engine.protocol import ModelConfig
 from engine.runners.base import CacheFull, RunnerError, SlotWork
 from engine.runners.llamacpp import seqstate
-from engine.runners.llamacpp.load import llama_log
+from engine.runners.llamacpp.load import extra_buffers_usable, llama_log
+from engine.units import format_bytes
 
 COPY_TYPE = "F32"
 MIN_TOKENS = 64  # shorter chunks stay in the generating context: the move costs more than it saves
@@ -53,21 +57,30 @@ def copy_folder() -> Path:
     return platformdirs.user_cache_path("Hearth", appauthor=False) / "prompt-copies"
 
 
-def full_precision_copy(source: Path, threads: int) -> Path:
+def full_precision_copy(source: Path, threads: int, expected_bytes: int = 0) -> Path:
     """The F32 copy of `source`, made on first use; remade when the source or the copy changed.
 
     Beside the copy a small record names the source (path, size, modification time) and the copy's
-    size; a copy that does not match its record is not used.
+    size; a copy that does not match its record is not used. A copy made for an earlier version of
+    the same file is deleted.
     """
     folder = copy_folder()
     stat = source.stat()
-    target = folder / f"{source.stem}.{stat.st_size:x}.{COPY_TYPE}.gguf"
+    resolved = str(source.resolve())
+    family = f"{source.stem}.{hashlib.sha256(resolved.encode()).hexdigest()[:8]}"
+    target = folder / f"{family}.{stat.st_size:x}.{COPY_TYPE}.gguf"
     record = target.with_suffix(".json")
-    identity = {"source": str(source.resolve()), "size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
+    identity = {"source": resolved, "size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
     if _matches(target, record, identity):
         return target
     folder.mkdir(parents=True, exist_ok=True)
-    partial = target.with_suffix(".partial")
+    for older in folder.glob(f"{glob.escape(family)}.*.{COPY_TYPE}.*"):
+        older.unlink(missing_ok=True)
+    free = shutil.disk_usage(folder).free
+    if expected_bytes and free < expected_bytes * 1.1:
+        raise RunnerError(f"The {COPY_TYPE} copy for reading prompts needs {format_bytes(expected_bytes)} of disk in "
+                          f"{folder}; {format_bytes(free)} are free.")
+    partial = folder / f"{target.name}.{os.getpid()}.partial"  # another Hearth process may be writing its own
     params = llama_cpp.llama_model_quantize_default_params()
     params.ftype = llama_cpp.LLAMA_FTYPE_ALL_F32
     params.allow_requantize = True
@@ -236,14 +249,14 @@ class PromptReader:
 
 
 def open_reader(
-    source: Path, config: ModelConfig, main: int, context_length: int, threads: int,
+    source: Path, config: ModelConfig, main: int, context_length: int, threads: int, expected_bytes: int,
     context_params: Callable[[], llama_cpp.llama_context_params],
 ) -> PromptReader:
     """Make (or find) the copy, load it on the CPU and check that cells move both ways."""
-    path = full_precision_copy(source, threads)
+    path = full_precision_copy(source, threads, expected_bytes)
     params = llama_cpp.llama_model_default_params()
     params.n_gpu_layers = 0
-    params.use_mmap = True
+    params.use_extra_bufts = extra_buffers_usable()  # where AMX faults, not even for the copy
     model = llama_cpp.llama_model_load_from_file(str(path).encode("utf-8"), params)
     if not model:
         raise RunnerError(f"llama.cpp could not load the prompt copy {path}.")

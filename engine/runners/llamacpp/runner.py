@@ -80,14 +80,14 @@ class LlamaCppRunner:
         progress(0.0, "Loading weights")
         model = load_model(path, config, progress, cancelled)
         try:
-            return cls._with_context(model, path, config, cancelled, mark)
+            return cls._with_context(model, path, config, progress, cancelled, mark)
         except BaseException:
             llama_cpp.llama_model_free(model)
             raise
 
     @classmethod
     def _with_context(
-        cls, model: int, path: Path, config: ModelConfig, cancelled: Callable[[], bool], mark: int
+        cls, model: int, path: Path, config: ModelConfig, progress: Progress, cancelled: Callable[[], bool], mark: int
     ) -> LlamaCppRunner:
         if cancelled():
             raise LoadCancelled(f"Loading {path.name} was cancelled.")
@@ -99,7 +99,7 @@ class LlamaCppRunner:
         try:
             cells = int(llama_cpp.llama_n_ctx(context))
             info = build_info(model, path, config, context_length, cells, llama_log().since(mark))
-            reader, info = _prompt_reader(model, context, path, config, context_length, info, weights_on_gpu)
+            reader, info = _prompt_reader(model, context, path, config, context_length, info, weights_on_gpu, progress)
             return cls(model, context, info, config, reader)
         except BaseException:
             if reader is not None:
@@ -347,7 +347,7 @@ def _text(value: bytes | None) -> str:
 
 def _prompt_reader(
     model: int, context: int, path: Path, config: ModelConfig, context_length: int, info: ModelInfo,
-    weights_on_gpu: bool,
+    weights_on_gpu: bool, progress: Progress,
 ) -> tuple[PromptReader | None, ModelInfo]:
     """The F32 copy's reader where it is wanted and works; the info says how prompts are read."""
     import psutil
@@ -357,8 +357,9 @@ def _prompt_reader(
     if not use:
         return None, dataclasses.replace(info, prompt_reading=why_not)
     threads = int(llama_cpp.llama_n_threads_batch(context))
+    progress(1.0, f"Preparing the {COPY_TYPE} copy for reading prompts")
     try:
-        reader = open_reader(path, config, context, context_length, threads,
+        reader = open_reader(path, config, context, context_length, threads, 4 * info.n_params,
                              lambda: context_params(config, context_length, weights_on_gpu))
     except (RunnerError, StateFormatError) as error:
         note = f"Long prompts are read with the {info.quantization} weights: {error}"
