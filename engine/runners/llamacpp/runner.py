@@ -361,7 +361,7 @@ def _prompt_reader(
     try:
         reader = open_reader(path, config, context, context_length, threads, 4 * info.n_params,
                              lambda: context_params(config, context_length, weights_on_gpu))
-    except (RunnerError, StateFormatError) as error:
+    except (RunnerError, StateFormatError, OSError) as error:  # OSError: the cache folder (read-only, full)
         note = f"Long prompts are read with the {info.quantization} weights: {error}"
         return None, dataclasses.replace(info, prompt_reading="off (the copy failed)", notes=info.notes + (note,))
     extra = reader.memory_bytes(kv_cache_bytes(model, context_length, config.kv_cache_type))

@@ -185,3 +185,20 @@ def test_the_copy_is_made_once_and_made_again_when_it_or_its_source_changed(
     os.utime(source, ns=(source.stat().st_atime_ns, source.stat().st_mtime_ns + 10**9))  # the source replaced
     prompt_copy.full_precision_copy(source, threads=2)
     assert copy.stat().st_mtime_ns != remade
+
+
+def test_a_copy_that_cannot_be_made_leaves_prompts_in_the_generating_context_and_says_why(
+    default_model: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "prompt-copies").write_text("a file where the folder should be")
+    monkeypatch.setenv("HEARTH_CACHE_DIR", str(tmp_path))
+    runner = _load(default_model, prompt_copy="on")
+    try:
+        assert runner._reader is None and runner.info.prompt_reading == "off (the copy failed)"
+        assert runner.info.prompt_copy_bytes == 0
+        assert any(note.startswith("Long prompts are read with the Q4_1 weights:") for note in runner.info.notes)
+        prompt = runner.tokenize("A sentence about the sea, repeated. " * 20)
+        _read(runner, 0, prompt)
+        assert _positions(runner, 0) == (0, len(prompt) - 1)
+    finally:
+        runner.close()
