@@ -132,8 +132,8 @@ def test_short_chunks_drafts_and_steps_beside_others_stay_in_the_generating_cont
     assert reader.takes(SlotWork(0, long, 0, True))
     assert not reader.takes(SlotWork(0, long[:1], 0, True, draft=long[1:]))
     # 64 new tokens after 1,500 cells that are not in the copy: moving them costs more than it saves
-    assert not reader.takes(SlotWork(0, long, 1500, True))
-    assert reader.takes(SlotWork(0, long * 2, 1500, True))
+    assert not reader.takes(SlotWork(0, list(range(100, 164)), 1500, True))
+    assert reader.takes(SlotWork(0, list(range(100, 228)), 1500, True))
 
 
 def test_sequence_state_converts_between_layouts_and_back_byte_for_byte(runners, long_prompt: list[int]) -> None:

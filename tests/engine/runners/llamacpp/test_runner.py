@@ -13,6 +13,7 @@ from engine.runners.base import CacheFull, RunnerError, SlotWork
 from engine.runners.llamacpp.runner import LlamaCppRunner
 from engine.runners.llamacpp.load import llama_log, same_model_params_for_highlevel
 from engine.runners.llamacpp.params import default_threads
+from engine.runners.llamacpp.prompt_copy import MIN_TOKENS
 
 GREEDY = SamplingParams(temperature=0, repeat_penalty=1.0)  # the plain argmax, as the reference logits pick
 POEM = (ChatMessage("system", "You are a concise assistant."), ChatMessage("user", "Write a short poem about the sea."))
@@ -250,7 +251,12 @@ def test_a_turn_that_reuses_its_cached_prompt_is_penalized_as_a_fresh_one(runner
 
 def test_prompt_steps_read_with_every_core_and_generation_steps_leave_one_free(runner: LlamaCppRunner) -> None:
     generation, prompt = default_threads()
-    tokens = runner.tokenize(runner.render_chat(FRANCE))
+    # a chunk short enough to stay in the generating context (longer ones go to the prompt copy's, which
+    # reads with the prompt threads only)
+    tokens = runner.tokenize(runner.render_chat(FRANCE))[:MIN_TOKENS - 1]
+    if runner._reader is not None:
+        assert llama_cpp.llama_n_threads_batch(runner._reader.context) == prompt
+        assert llama_cpp.llama_n_threads(runner._reader.context) == prompt
     runner.clear_slot(0)
     runner.begin_turn(0, GREEDY)
     token = runner.forward([SlotWork(0, tokens, 0, True)])[0][0]
