@@ -14,6 +14,7 @@ from engine.protocol import ChatMessage, ModelConfig, SamplingParams
 from engine.runners.base import SlotWork
 from engine.runners.llamacpp import prompt_copy, seqstate
 from engine.runners.llamacpp.runner import LlamaCppRunner
+from tests.engine.runners.llamacpp.test_runner import _distribution_shift as _shift
 
 GREEDY = SamplingParams(temperature=0, repeat_penalty=1.0)
 # The copy computes with the widened weights and unquantized activations, where the Q4_1 path rounds
@@ -55,15 +56,6 @@ def _read(runner: LlamaCppRunner, slot: int, tokens: list[int], chunk: int = 256
     for start in range(0, len(tokens), chunk):
         sampled = runner.forward([SlotWork(slot, tokens[start:start + chunk], start, start + chunk >= len(tokens))])
     return sampled[slot][0]
-
-
-def _shift(expected: np.ndarray, found: np.ndarray) -> float:
-    """Largest change in log-probability among the 20 tokens `expected` finds likeliest."""
-    def log_probabilities(logits: np.ndarray) -> np.ndarray:
-        shifted = logits.astype(np.float64) - logits.max()
-        return shifted - np.log(np.exp(shifted).sum())
-    top = np.argsort(expected)[-20:]
-    return float(np.abs(log_probabilities(expected)[top] - log_probabilities(found)[top]).max())
 
 
 def _positions(runner: LlamaCppRunner, slot: int) -> tuple[int, int]:
