@@ -8,9 +8,10 @@ tok/s against 149 (2-core Intel Xeon, 2 threads; README "Prompt processing on th
 
 So the runner keeps a second context over an F32 copy of the file, made once with
 llama_model_quantize (F32 from a quantized type is exact: the quantized values, widened). A long
-prompt chunk is read there; the chat's cells then move to the generating context (seqstate.py),
-lazily, when the chat next decodes there. Generation stays on the quantized weights, where it is
-faster (it reads every weight once per token, and the copy has 4-6x the bytes).
+prompt chunk is read there (but its last token, whose logits are sampled); the chat's cells then move
+to the generating context (seqstate.py), when the chat next decodes there. Every token is sampled
+from the quantized weights' logits, and generation stays on them, where it is faster (it reads every
+weight once per token, and the copy has 4-6x the bytes).
 
 The copy costs memory (its weights, ~4 bytes a parameter, plus a one-stream KV cache) and disk,
 so "auto" takes it only for small models (the copy at most an eighth of the machine's memory),
@@ -30,7 +31,6 @@ from pathlib import Path
 from typing import Any, Callable, cast
 
 import llama_cpp
-import numpy as np
 
 from engine.protocol import ModelConfig
 from engine.runners.base import CacheFull, RunnerError, SlotWork
@@ -229,13 +229,6 @@ class PromptReader:
         """The copy's weights and its cache."""
         assert self._model is not None
         return int(llama_cpp.llama_model_size(self._model)) + kv_cache
-
-    def last_row(self) -> int:
-        return int(self._batch.n_tokens) - 1
-
-    def logits(self, row: int, n_vocab: int) -> np.ndarray:
-        values = llama_cpp.llama_get_logits_ith(self.context, row)
-        return np.ctypeslib.as_array(values, shape=(n_vocab,)).copy()
 
     def close(self) -> None:
         if self._batch is not None:

@@ -58,7 +58,7 @@ class LlamaCppRunner:
         self._fresh: set[int] = set()  # slots whose sampler has not yet seen this turn's prompt
         self._cached: list[list[int]] = [[] for _ in range(self.slots)]  # each slot's tokens in the cache
         self._pieces: dict[int, bytes] = {}
-        self._sampled_at: dict[int, tuple[int, int]] = {}  # slot -> (context, batch index) of its last logits
+        self._sampled_at: dict[int, int] = {}  # slot -> batch index of its logits in the last step
         self._reader = reader  # long prompt chunks are read with the F32 copy (prompt_copy.py)
         self._template = chat_template(model)
         self._bos_text = self._token_text(llama_cpp.llama_vocab_bos(self._vocab))
@@ -209,14 +209,15 @@ class LlamaCppRunner:
         self._sampled_at = {}
         reader = self._reader
         read = [item for item in work if reader is not None and reader.takes(item)]
-        sampled = {item.slot: self._read_with_copy(item) for item in read}
-        work = [item for item in work if not any(item is other for other in read)]
-        if not work:
-            return {slot: tokens for slot, tokens in sampled.items() if tokens}
-        for item in work:
+        plan = [item for item in work if not any(item is other for other in read)]
+        for item in read:
+            plan += self._read_with_copy(item)
+        if not plan:
+            return {}
+        for item in plan:
             self._settle(item.slot)
-        outputs = self._fill_batch(work)
-        self._use_threads(any(len(item.tokens) > 1 for item in work))
+        outputs = self._fill_batch(plan)
+        self._use_threads(any(len(item.tokens) > 1 for item in plan))
         result = llama_cpp.llama_decode(self._context, self._batch)
         if result == 1:
             raise CacheFull(
@@ -225,21 +226,23 @@ class LlamaCppRunner:
             )
         if result != 0:
             raise RunnerError(f"llama.cpp failed to decode a batch of {self._batch.n_tokens} tokens (error {result}).")
-        sampled.update({item.slot: self._sample_and_verify(item, rows, self._context) for item, rows in outputs})
-        return {slot: tokens for slot, tokens in sampled.items() if tokens}
+        return {item.slot: self._sample_and_verify(item, rows) for item, rows in outputs}
 
-    def _read_with_copy(self, item: SlotWork) -> list[int]:
-        """A long prompt chunk, read by the F32 copy's context; its first token sampled from there."""
+    def _read_with_copy(self, item: SlotWork) -> list[SlotWork]:
+        """A long prompt chunk, read by the F32 copy's context. Where the chunk ends in a sample, its last
+        token is left to the generating context (returned as its work): every token is sampled from the
+        quantized model's own logits, and chats whose prompts agree sample alike however their cells
+        were read."""
         assert self._reader is not None
         if item.sample and item.slot not in self._samplers:
             raise RunnerError(f"Slot {item.slot} has no sampler: begin_turn was not called.")
-        self._cached[item.slot][item.start_pos:] = item.tokens
-        self._accept_prompt(item)
-        self._reader.read(item)
+        copied = dataclasses.replace(item, tokens=item.tokens[:-1], sample=False) if item.sample else item
+        self._cached[item.slot][item.start_pos:] = copied.tokens
+        self._accept_prompt(copied)
+        self._reader.read(copied)
         if not item.sample:
             return []
-        return self._sample_and_verify(item, range(self._reader.last_row(), self._reader.last_row() + 1),
-                                       self._reader.context)
+        return [SlotWork(item.slot, item.tokens[-1:], item.start_pos + len(copied.tokens), True)]
 
     def _settle(self, slot: int) -> None:
         """Before the generating context touches `slot`: the cells the copy read for it come over."""
@@ -254,17 +257,18 @@ class LlamaCppRunner:
             llama_cpp.llama_set_n_threads(self._context, generation, wanted)
             self._batch_threads = wanted
 
-    def _sample_and_verify(self, item: SlotWork, rows: range, context: int) -> list[int]:
+    def _sample_and_verify(self, item: SlotWork, rows: range) -> list[int]:
         """Sample at each row in turn with the slot's chain, as llama-server's common_sampler_sample_and_accept_n
         does: keep going while the sample equals the draft token there. Each sample is one the chain would
         have drawn generating token by token (its penalty history and random state advance once per token
         kept, and nothing is sampled past the first disagreement), so drafts never change the answer."""
+        assert self._context is not None
         chain = self._samplers[item.slot]
         tokens: list[int] = []
         for row, guess in zip(rows, [*item.draft, None]):
-            token = int(llama_cpp.llama_sampler_sample(chain, context, row))
+            token = int(llama_cpp.llama_sampler_sample(chain, self._context, row))
             tokens.append(token)
-            self._sampled_at[item.slot] = (context, row)
+            self._sampled_at[item.slot] = row
             if token != guess:
                 break
         self._fresh.discard(item.slot)
@@ -274,7 +278,7 @@ class LlamaCppRunner:
         """The logits `slot` sampled from in the last step (a copy): for checks against a reference."""
         if self._context is None or slot not in self._sampled_at:
             raise RunnerError(f"Slot {slot} sampled nothing in the last step.")
-        row = llama_cpp.llama_get_logits_ith(*self._sampled_at[slot])
+        row = llama_cpp.llama_get_logits_ith(self._context, self._sampled_at[slot])
         return np.ctypeslib.as_array(row, shape=(self._n_vocab,)).copy()
 
     def _fill_batch(self, work: Sequence[SlotWork]) -> list[tuple[SlotWork, range]]:
