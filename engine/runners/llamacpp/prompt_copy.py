@@ -161,7 +161,7 @@ class PromptReader:
             llama_cpp.llama_memory_seq_rm(llama_cpp.llama_get_memory(self.context), 0, -1, -1)
 
     def takes(self, item: SlotWork) -> bool:
-        if item.draft or not MIN_TOKENS <= len(item.tokens) <= self._capacity:
+        if item.draft or not max(MIN_TOKENS, 2) <= len(item.tokens) <= self._capacity:  # the last token is not read here
             return False
         if item.start_pos + len(item.tokens) > self._cells:
             return False  # the generating context says what is full
