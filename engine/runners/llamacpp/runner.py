@@ -26,9 +26,9 @@ from engine.runners.llamacpp.info import build_info, chat_template, kv_cache_byt
 from engine.runners.llamacpp.load import check_config, check_file, create_context, llama_log, load_model
 from engine.runners.llamacpp.params import context_params
 from engine.runners.llamacpp.prompt_copy import COPY_TYPE, MIN_TOKENS, PromptReader, open_reader
+from engine.runners.llamacpp.sampling import sampler_chain
 from engine.runners.llamacpp.seqstate import StateFormatError
 from engine.units import format_bytes
-from engine.runners.llamacpp.sampling import sampler_chain
 
 
 
