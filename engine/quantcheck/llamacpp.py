@@ -20,6 +20,7 @@ from engine.protocol import ModelConfig
 from engine.quantcheck.errors import Cancelled
 from engine.quantcheck.vocabulary import Vocabulary
 from engine.runners.base import RunnerError
+from engine.runners.llamacpp.batch import put_tokens
 from engine.runners.llamacpp.info import build_info, placement
 from engine.runners.llamacpp.load import check_config, check_file, create_context, llama_log, load_failure, load_model
 from engine.runners.llamacpp.runner import LlamaCppRunner
@@ -144,14 +145,10 @@ class LlamaCppScorer:
             raise RunnerError(f"A chunk of {len(chunk)} tokens does not fit a context of {self.context_length}.")
         llama_cpp.llama_memory_clear(llama_cpp.llama_get_memory(self._context), True)
         batch = self._batch
-        # The stubs mistype pos and seq_id (as the chat runner notes); plain locals are also faster.
-        token_of, pos_of, count_of = cast(Any, batch.token), cast(Any, batch.pos), cast(Any, batch.n_seq_id)
-        seq_of, wants_logits = cast(Any, batch.seq_id), cast(Any, batch.logits)
-        for index, token in enumerate(chunk):
-            token_of[index], pos_of[index], count_of[index] = token, index, 1
-            seq_of[index][0] = 0
-            wants_logits[index] = 1 if first <= index < last else 0
-        batch.n_tokens = len(chunk)
+        batch.n_tokens = put_tokens(batch, 0, chunk, 0, 0)
+        wants_logits = cast(Any, batch.logits)
+        for index in range(first, last):
+            wants_logits[index] = 1
         llama_cpp.llama_set_abort_callback(self._context, self._abort, None)
         try:
             result = llama_cpp.llama_decode(self._context, batch)

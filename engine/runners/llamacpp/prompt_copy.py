@@ -28,20 +28,24 @@ import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, cast
+from typing import Callable
 
 import llama_cpp
 
 from engine.protocol import ModelConfig
 from engine.runners.base import CacheFull, RunnerError, SlotWork
 from engine.runners.llamacpp import seqstate
+from engine.runners.llamacpp.batch import free_handles, put_tokens
 from engine.runners.llamacpp.load import extra_buffers_usable, llama_log
 from engine.units import format_bytes
 
 COPY_TYPE = "F32"
-MIN_TOKENS = 16  # shorter chunks stay in the generating context: there Q4_1 is as fast (8 tokens: 88 ms against 78; 16: 141 against 79)
-# A chunk read in the copy moves the chat's cells there and back (~20 us a cell); it saves ~4 ms a
-# token. Where the chat's cells are not in the copy yet, the chunk must be at least this share of them.
+# Shorter chunks stay in the generating context, which reads them as fast: a prompt and its first token
+# took 97 ms through the copy against 81 at 8 tokens, 108 against 137 at 16 (README).
+MIN_TOKENS = 16
+# A chunk read in the copy moves the chat's cells there and back (~50 us a cell each way); it saves ~5 ms
+# a token. Where the chat's cells are not in the copy yet, the chunk must be at least this share of them
+# (break-even is about 1/45).
 MIN_SHARE_OF_CELLS = 1 / 16
 
 
@@ -131,7 +135,7 @@ class PromptReader:
         self._own_v_trans = False
         self._capacity = int(llama_cpp.llama_n_batch(context))
         self._cells = int(llama_cpp.llama_n_ctx(context))
-        self._batch = llama_cpp.llama_batch_init(self._capacity, 0, 1)
+        self._batch: llama_cpp.llama_batch | None = llama_cpp.llama_batch_init(self._capacity, 0, 1)
         self._held: _Held | None = None
 
     @property
@@ -142,7 +146,7 @@ class PromptReader:
     def check(self) -> None:
         """Read two tokens here, move them to the generating context's sequence 0 and back: the state
         format and both caches' layouts are learned (or refused) now, not in the middle of a chat."""
-        self._decode([1, 1], 0, 0, logits=False)
+        self._decode([1, 1], 0)
         try:
             state = seqstate.read(self.context, 0)
             self._own_v_trans = seqstate.parse(state, self._layers).v_trans
@@ -175,7 +179,7 @@ class PromptReader:
         held = self._held
         if held is None or held.slot != item.slot or held.length != item.start_pos:
             self._take(item.slot, item.start_pos)
-        self._decode(item.tokens, item.start_pos, 0, logits=item.sample)
+        self._decode(item.tokens, item.start_pos)
         self._held = _Held(item.slot, item.start_pos + len(item.tokens), ahead=True)
 
     def _take(self, slot: int, length: int) -> None:
@@ -207,18 +211,11 @@ class PromptReader:
         if self._held is not None and self._held.slot == slot:
             self._held = None
 
-    def _decode(self, tokens: list[int], start: int, seq: int, logits: bool) -> None:
+    def _decode(self, tokens: list[int], start: int) -> None:
+        """Cells only: the runner samples from the generating context."""
         batch = self._batch
-        token_of, pos_of, count_of = cast(Any, batch.token), cast(Any, batch.pos), cast(Any, batch.n_seq_id)
-        seq_of, wants = cast(Any, batch.seq_id), cast(Any, batch.logits)
-        for index, token in enumerate(tokens):
-            token_of[index] = token
-            pos_of[index] = start + index
-            count_of[index] = 1
-            seq_of[index][0] = seq
-            wants[index] = 0
-        wants[len(tokens) - 1] = int(logits)
-        batch.n_tokens = len(tokens)
+        assert batch is not None
+        batch.n_tokens = put_tokens(batch, 0, tokens, start, 0)
         result = llama_cpp.llama_decode(self.context, batch)
         if result == 1:
             raise CacheFull("The prompt copy's cache has no room for this chunk.")
@@ -231,14 +228,8 @@ class PromptReader:
         return int(llama_cpp.llama_model_size(self._model)) + kv_cache
 
     def close(self) -> None:
-        if self._batch is not None:
-            llama_cpp.llama_batch_free(self._batch)
-        if self._context is not None:
-            llama_cpp.llama_free(self._context)
-            self._context = None
-        if self._model is not None:
-            llama_cpp.llama_model_free(self._model)
-            self._model = None
+        free_handles(self._batch, self._context, self._model)
+        self._batch, self._context, self._model = None, None, None
 
 
 def open_reader(
@@ -267,10 +258,12 @@ def open_reader(
             raise RunnerError(f"llama.cpp could not create a context for the prompt copy {path.name}.")
         streams = config.slots
         reader = PromptReader(int(model), context, main, streams, int(llama_cpp.llama_model_n_layer(model)))
-        reader.check()
-        return reader
     except BaseException:
-        if context:
-            llama_cpp.llama_free(context)
-        llama_cpp.llama_model_free(model)
+        free_handles(None, context, model)
         raise
+    try:
+        reader.check()
+    except BaseException:
+        reader.close()  # its batch too
+        raise
+    return reader

@@ -16,11 +16,12 @@ from typing import Any, Callable, Sequence, cast
 import llama_cpp
 import numpy as np
 
-from engine.catalog.memory import prompt_copy_wanted
+from engine.catalog.memory import PROMPT_COPY_BYTES_PER_PARAM, prompt_copy_wanted
 from engine.chat_template import end_markers, render_chat
 from engine.detokenizer import ByteDetokenizer
 from engine.protocol import ChatMessage, ModelConfig, ModelInfo, SamplingParams
 from engine.runners.base import PENALTY_LAST_N, CacheFull, LoadCancelled, Progress, RunnerError, SlotWork
+from engine.runners.llamacpp.batch import free_handles, put_tokens
 from engine.runners.llamacpp.cells import copy_sequence
 from engine.runners.llamacpp.info import build_info, chat_template, kv_cache_bytes, placement
 from engine.runners.llamacpp.load import check_config, check_file, create_context, llama_log, load_model
@@ -289,9 +290,7 @@ class LlamaCppRunner:
         if total > self._capacity:
             raise RunnerError(f"A step of {total} tokens is larger than the batch of {self._capacity}.")
         batch = self._batch
-        # Plain locals: faster in this hot loop, and the stubs mistype pos and seq_id.
-        token_of, pos_of, count_of = cast(Any, batch.token), cast(Any, batch.pos), cast(Any, batch.n_seq_id)
-        seq_of, wants_logits = cast(Any, batch.seq_id), cast(Any, batch.logits)
+        wants_logits = cast(Any, batch.logits)
         outputs: list[tuple[SlotWork, range]] = []
         index = 0
         for item in work:
@@ -302,13 +301,7 @@ class LlamaCppRunner:
             fed = item.fed
             self._cached[item.slot][item.start_pos:] = fed
             self._accept_prompt(item)
-            for offset, token in enumerate(fed):
-                token_of[index] = token
-                pos_of[index] = item.start_pos + offset
-                count_of[index] = 1
-                seq_of[index][0] = item.slot
-                wants_logits[index] = 0
-                index += 1
+            index = put_tokens(batch, index, fed, item.start_pos, item.slot)
             if item.sample and item.tokens:
                 first = index - 1 - (len(fed) - len(item.tokens))
                 for row in range(first, index):
@@ -334,15 +327,8 @@ class LlamaCppRunner:
         if self._reader is not None:
             self._reader.close()
             self._reader = None
-        if self._batch is not None:
-            llama_cpp.llama_batch_free(self._batch)
-            self._batch = None
-        if self._context is not None:
-            llama_cpp.llama_free(self._context)
-            self._context = None
-        if self._model is not None:
-            llama_cpp.llama_model_free(self._model)
-            self._model = None
+        free_handles(self._batch, self._context, self._model)
+        self._batch = self._context = self._model = None
 
 
 def _text(value: bytes | None) -> str:
@@ -363,7 +349,7 @@ def _prompt_reader(
     threads = int(llama_cpp.llama_n_threads_batch(context))
     progress(1.0, f"Preparing the {COPY_TYPE} copy for reading prompts")
     try:
-        reader = open_reader(path, config, context, context_length, threads, 4 * info.n_params,
+        reader = open_reader(path, config, context, context_length, threads, PROMPT_COPY_BYTES_PER_PARAM * info.n_params,
                              lambda: context_params(config, context_length, weights_on_gpu))
     except (RunnerError, StateFormatError, OSError) as error:  # OSError: the cache folder (read-only, full)
         note = f"Long prompts are read with the {info.quantization} weights: {error}"
