@@ -27,7 +27,7 @@ DOCUMENTED_DEFAULTS = {
     "model.device": "auto", "model.fast_decode": "auto", "model.recent": [], "sampling.temperature": 0.7,
     "sampling.top_k": 40,
     "sampling.top_p": 0.95, "sampling.min_p": 0.05, "sampling.repeat_penalty": 1.1, "sampling.max_new_tokens": 512,
-    "sampling.seed": -1, "sampling.speculative": "off", "chat.system_prompt": "You are a helpful assistant.",
+    "sampling.seed": -1, "sampling.speculative": "auto", "chat.system_prompt": "You are a helpful assistant.",
     "server.enabled": False, "server.host": "127.0.0.1", "server.port": 8642, "server.api_key": "",
     "server.cors_origins": [], "remote.url": "", "remote.model": "",
 }
@@ -37,7 +37,7 @@ README_ROWS = (
     "| Prompt reading copy | auto |",
     "| Quantization | none |", "| Device | auto |", "| Fast decode | auto |",
     "| Sampling | temperature 0.7, top-k 40, top-p 0.95, min-p 0.05, repeat penalty 1.1 |",
-    "| Max new tokens | 512 |", "| Seed | random |", "| Speculative decoding | off |",
+    "| Max new tokens | 512 |", "| Seed | random |", "| Speculative decoding | auto |",
     '| System prompt | "You are a helpful assistant." |',
     "| Local API | off |", "| API address | 127.0.0.1 |", "| API port | 8642 |", "| API key | none |",
     "| Allowed web origins | none |",
@@ -59,7 +59,7 @@ def test_the_defaults_reach_the_engine_as_documented() -> None:
                                  kv_cache_type="f16", quantization="none", double_quant=False, dtype="auto",
                                  device="auto", gguf_file=None, fast_decode="auto")
     assert (sampling.temperature, sampling.top_k, sampling.top_p, sampling.min_p, sampling.repeat_penalty,
-            sampling.max_new_tokens, sampling.seed, sampling.speculative) == (0.7, 40, 0.95, 0.05, 1.1, 512, None, "off")
+            sampling.max_new_tokens, sampling.seed, sampling.speculative) == (0.7, 40, 0.95, 0.05, 1.1, 512, None, "auto")
     assert prompt == "You are a helpful assistant."
 
 
