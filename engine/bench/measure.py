@@ -15,9 +15,7 @@ from engine.protocol import CloseChat, ModelConfig, ModelInfo
 
 def measure(args: argparse.Namespace) -> dict[str, Any]:
     """Every figure under the JSON keys `--json` writes; raises BenchError when the engine fails."""
-    from engine.runners.llamacpp.params import default_threads
-
-    threads = (args.threads, args.threads) if args.threads else default_threads()
+    threads = _threads(args)
     config = ModelConfig(path=args.model, backend=args.backend, threads=args.threads, quantization=args.quant,
                          slots=max(4, *args.tabs), prompt_copy=args.prompt_copy)
     info, measured, samples = _run_cases(config, args)
@@ -80,6 +78,22 @@ def _run_once(bench: Bench, info: ModelInfo, args: argparse.Namespace, repeat: i
         sample["queue"] = run_queue(bench, 4, args.max_tokens)
         sample["kv_reuse"] = run_kv_reuse(bench, info.context_length)
     return sample
+
+
+def _threads(args: argparse.Namespace) -> tuple[int, int]:
+    """The generation and prompt threads llama.cpp steps take on this machine now: generation has
+    every core while other processes leave them idle (params.GenerationThreads), and the baseline
+    gets the same."""
+    import time
+
+    from engine.runners.llamacpp.params import SAMPLE_SECONDS, GenerationThreads, OtherLoad, default_threads
+
+    if args.threads:
+        return args.threads, args.threads
+    generation, prompt = default_threads()
+    others = OtherLoad()
+    time.sleep(SAMPLE_SECONDS)
+    return GenerationThreads(generation, prompt, others).pick(), prompt
 
 
 def _baselines(

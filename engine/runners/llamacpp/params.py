@@ -10,8 +10,8 @@ import llama_cpp
 
 from engine.protocol import ModelConfig
 
-# A step that checks drafts takes every core while other processes use less than half a CPU,
-# measured over the last SAMPLE_SECONDS (DraftThreads).
+# A step that generates takes every core while other processes use less than half a CPU, measured
+# over the last SAMPLE_SECONDS (GenerationThreads).
 IDLE_BELOW = 0.5
 SAMPLE_SECONDS = 0.5
 _NOT_BUSY = ("idle", "iowait", "guest", "guest_nice")  # Linux counts guest time in user already
@@ -70,7 +70,8 @@ def default_threads() -> tuple[int, int]:
     loses its core to another process, all of them wait, and generation collapses
     (measured on 2 cores beside other work: 1 thread 37-73 tok/s, 2 threads
     0.4-8 tok/s). So generation leaves one logical CPU to the window and the rest
-    of the system; with SMT that is still every physical core. Reading a prompt is
+    of the system while other processes are busy, and takes it only while they
+    are idle (GenerationThreads); with SMT that is still every physical core. Reading a prompt is
     one long matrix product per layer, which keeps every core busy between
     barriers: two threads read it 1.9x faster on the quiet 2-core VM (196 against
     105 tok/s) and still a little faster beside a busy process (78 against 69), so
@@ -84,15 +85,18 @@ def default_threads() -> tuple[int, int]:
 
 
 
-class DraftThreads:
-    """Threads for a step that checks drafts: every core while the rest of the machine is idle.
+class GenerationThreads:
+    """Threads for a step that generates, drafts or not: every core while the rest of the machine is
+    idle, else the generation count (default_threads).
 
-    Such a step feeds several tokens per chat, a small matrix product like a prompt's. On the quiet
-    2-core VM every core reads it about twice as fast (one chat at 600 cells and 16 drafted tokens:
-    130 against 265 ms; four chats with 4 each: 144 against 242). Beside one busy process the second
-    thread waits for its core at every barrier, and the same step took 472 against 257 ms; timing
-    both counts online to choose cost such steps whenever they were tried. So the choice follows what
-    other processes used of the CPUs in the last half second (OtherLoad).
+    On the quiet 2-core VM two threads generate about 1.5x as fast as one: one chat 49-50 against
+    31-35 tok/s, four chats 72-89 against 49-67 in total, with a stand-in for the window in the same
+    process (3 ms of Python work every 1/60 s), which ran late by at most 4.5 ms at the 99th percentile
+    either way. A step that checks drafts is a small matrix product and gains more (one chat at 600
+    cells, 16 drafted tokens: 130 against 265 ms). Beside one busy process the second thread waits
+    for its core at every barrier (16 drafted: 472 against 257 ms), and timing both counts online cost
+    such a step at every try. So the choice follows what other processes used of the CPUs in the last
+    half second (OtherLoad).
     """
 
     def __init__(self, generation: int, prompt: int, others: Callable[[], float] | None = None) -> None:

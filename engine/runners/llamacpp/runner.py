@@ -25,7 +25,7 @@ from engine.runners.llamacpp.batch import free_handles, put_tokens
 from engine.runners.llamacpp.cells import copy_sequence
 from engine.runners.llamacpp.info import build_info, chat_template, kv_cache_bytes, placement
 from engine.runners.llamacpp.load import check_config, check_file, create_context, llama_log, load_model
-from engine.runners.llamacpp.params import DraftThreads, context_params
+from engine.runners.llamacpp.params import GenerationThreads, context_params
 from engine.runners.llamacpp.prompt_copy import COPY_TYPE, MIN_TOKENS, PromptReader, open_reader
 from engine.runners.llamacpp.sampling import sampler_chain
 from engine.runners.llamacpp.seqstate import StateFormatError
@@ -50,12 +50,12 @@ class LlamaCppRunner:
         self._n_vocab = llama_cpp.llama_vocab_n_tokens(self._vocab)
         self._memory = llama_cpp.llama_get_memory(context)
         self._capacity = self.batch_tokens
-        # Generation threads for steps of one token per chat, the prompt threads for steps that read a
-        # prompt (params.default_threads), and for steps that check drafts every core while the rest of
-        # the machine is idle (params.DraftThreads): llama.cpp would use its batch threads for all three.
+        # The prompt threads for steps that read a prompt (params.default_threads); for steps that
+        # generate (drafts or not) every core while the rest of the machine is idle, else the
+        # generation threads (params.GenerationThreads). One count for both of llama.cpp's settings.
         self._threads = (int(llama_cpp.llama_n_threads(context)), int(llama_cpp.llama_n_threads_batch(context)))
-        self._batch_threads = self._threads[1]
-        self._draft_threads = DraftThreads(*self._threads)
+        self._step_threads = (self._threads[0], self._threads[1])
+        self._generation_threads = GenerationThreads(*self._threads)
         self._batch: llama_cpp.llama_batch | None = llama_cpp.llama_batch_init(self._capacity, 0, 1)
         self._samplers: dict[int, llama_cpp.llama_sampler_p] = {}
         self._fresh: set[int] = set()  # slots whose sampler has not yet seen this turn's prompt
@@ -220,13 +220,8 @@ class LlamaCppRunner:
         for item in plan:
             self._settle(item.slot)
         outputs = self._fill_batch(plan)
-        generation, prompt = self._threads
-        checks_drafts = any(item.draft for item in plan) and all(len(item.tokens) == 1 for item in plan)
-        if checks_drafts:
-            threads = self._draft_threads.pick()
-        else:
-            threads = prompt if any(len(item.tokens) > 1 for item in plan) else generation
-        self._use_threads(threads)
+        reads_prompt = any(len(item.tokens) > 1 for item in plan)
+        self._use_threads(self._threads[1] if reads_prompt else self._generation_threads.pick())
         result = llama_cpp.llama_decode(self._context, self._batch)
         if result == 1:
             raise CacheFull(
@@ -259,11 +254,11 @@ class LlamaCppRunner:
             self._reader.flush(slot)
             self._reader.forget(slot)
 
-    def _use_threads(self, batch_threads: int) -> None:
-        """llama.cpp takes n_threads for a pass of one token and n_threads_batch for more."""
-        if batch_threads != self._batch_threads:
-            llama_cpp.llama_set_n_threads(self._context, self._threads[0], batch_threads)
-            self._batch_threads = batch_threads
+    def _use_threads(self, threads: int) -> None:
+        """llama.cpp takes n_threads for a pass of one token and n_threads_batch for more: both, here."""
+        if (threads, threads) != self._step_threads:
+            llama_cpp.llama_set_n_threads(self._context, threads, threads)
+            self._step_threads = (threads, threads)
 
     def _sample_and_verify(self, item: SlotWork, rows: range) -> list[int]:
         """Sample at each row in turn with the slot's chain, as llama-server's common_sampler_sample_and_accept_n

@@ -12,7 +12,7 @@ from engine.protocol import ChatMessage, ModelConfig, SamplingParams
 from engine.runners.base import CacheFull, RunnerError, SlotWork
 from engine.runners.llamacpp.runner import LlamaCppRunner
 from engine.runners.llamacpp.load import llama_log, same_model_params_for_highlevel
-from engine.runners.llamacpp.params import DraftThreads, default_threads
+from engine.runners.llamacpp.params import GenerationThreads, default_threads
 from engine.runners.llamacpp.prompt_copy import MIN_TOKENS
 
 GREEDY = SamplingParams(temperature=0, repeat_penalty=1.0)  # the plain argmax, as the reference logits pick
@@ -249,7 +249,9 @@ def test_a_turn_that_reuses_its_cached_prompt_is_penalized_as_a_fresh_one(runner
     assert cold != yes and reused == cold
 
 
-def test_prompt_steps_read_with_every_core_generation_steps_leave_one_free_and_drafts_follow_the_load(runner: LlamaCppRunner) -> None:
+def test_prompt_steps_read_with_every_core_and_generation_leaves_one_free_while_others_are_busy(
+    runner: LlamaCppRunner,
+) -> None:
     generation, prompt = default_threads()
     # a chunk short enough to stay in the generating context (longer ones go to the prompt copy's, which
     # reads with the prompt threads only)
@@ -257,26 +259,26 @@ def test_prompt_steps_read_with_every_core_generation_steps_leave_one_free_and_d
     if runner._reader is not None:
         assert llama_cpp.llama_n_threads_batch(runner._reader.context) == prompt
         assert llama_cpp.llama_n_threads(runner._reader.context) == prompt
-    runner.clear_slot(0)
-    runner.begin_turn(0, GREEDY)
-    token = runner.forward([SlotWork(0, tokens, 0, True)])[0][0]
-    assert llama_cpp.llama_n_threads_batch(runner._context) == prompt
+    chooser = runner._generation_threads
     position = len(tokens)
-    assert runner.remove_from(0, position)
-    runner.forward([SlotWork(0, [token], position, False)])  # one token: the generation threads
-    assert llama_cpp.llama_n_threads_batch(runner._context) == generation
-    assert llama_cpp.llama_n_threads(runner._context) == generation
-    # several tokens, no prompt: drafts checked with every core only while other processes leave them idle
-    chooser = runner._draft_threads
     try:
-        for others, expected in ((0.0, prompt), (1.5, generation)):
-            runner._draft_threads = DraftThreads(generation, prompt, others=lambda: others)
+        for others, expected in ((0.0, prompt), (1.5, generation)):  # CPUs other processes keep busy
+            runner._generation_threads = GenerationThreads(generation, prompt, others=lambda: others)
+            runner.clear_slot(0)
+            runner.begin_turn(0, GREEDY)
+            token = runner.forward([SlotWork(0, tokens, 0, True)])[0][0]
+            assert (llama_cpp.llama_n_threads(runner._context), llama_cpp.llama_n_threads_batch(runner._context)) == (
+                prompt, prompt)
+            runner.forward([SlotWork(0, [token], position, True)])  # one token
+            assert (llama_cpp.llama_n_threads(runner._context), llama_cpp.llama_n_threads_batch(runner._context)) == (
+                expected, expected)
             assert runner.remove_from(0, position)
-            runner.forward([SlotWork(0, [token], position, True, draft=[token, token])])
-            assert llama_cpp.llama_n_threads_batch(runner._context) == expected
-            assert llama_cpp.llama_n_threads(runner._context) == generation
+            runner._use_threads(prompt + generation - expected)  # the other count, so the step must set it
+            runner.forward([SlotWork(0, [token], position, True, draft=[token, token])])  # several, no prompt
+            assert (llama_cpp.llama_n_threads(runner._context), llama_cpp.llama_n_threads_batch(runner._context)) == (
+                expected, expected)
     finally:
-        runner._draft_threads = chooser
+        runner._generation_threads = chooser
 
 
 def test_the_models_own_template_renders_system_and_user(runner: LlamaCppRunner) -> None:

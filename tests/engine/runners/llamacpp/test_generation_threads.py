@@ -1,4 +1,4 @@
-"""Threads for steps that check drafts: every core only while other processes leave the CPUs idle."""
+"""Threads for steps that generate: every core only while other processes leave the CPUs idle."""
 
 from __future__ import annotations
 
@@ -7,19 +7,19 @@ import sys
 import time
 from typing import Callable
 
-from engine.runners.llamacpp.params import IDLE_BELOW, SAMPLE_SECONDS, DraftThreads, OtherLoad
+from engine.runners.llamacpp.params import IDLE_BELOW, SAMPLE_SECONDS, GenerationThreads, OtherLoad
 
 
-def test_drafts_take_every_core_only_while_others_leave_them_idle() -> None:
+def test_generation_takes_every_core_only_while_others_leave_them_idle() -> None:
     load = [0.0]
-    threads = DraftThreads(1, 2, others=lambda: load[0])
+    threads = GenerationThreads(1, 2, others=lambda: load[0])
     assert threads.pick() == 2
     load[0] = IDLE_BELOW + 0.1
     assert threads.pick() == 1
     load[0] = IDLE_BELOW - 0.1
     assert threads.pick() == 2
     # where generation already has every core (SMT leaves one logical CPU spare), there is no choice
-    assert DraftThreads(8, 8, others=lambda: 3.0).pick() == 8
+    assert GenerationThreads(8, 8, others=lambda: 3.0).pick() == 8
 
 
 def _reading_after(load: OtherLoad, busy: Callable[[], None]) -> float:
