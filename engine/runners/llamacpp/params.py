@@ -84,7 +84,6 @@ def default_threads() -> tuple[int, int]:
     return max(1, min(physical, logical - 1)), max(1, physical)
 
 
-
 class GenerationThreads:
     """Threads for a step that generates, drafts or not: every core while the rest of the machine is
     idle, else the generation count (default_threads).

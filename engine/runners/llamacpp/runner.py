@@ -54,7 +54,7 @@ class LlamaCppRunner:
         # generate (drafts or not) every core while the rest of the machine is idle, else the
         # generation threads (params.GenerationThreads). One count for both of llama.cpp's settings.
         self._threads = (int(llama_cpp.llama_n_threads(context)), int(llama_cpp.llama_n_threads_batch(context)))
-        self._step_threads = (self._threads[0], self._threads[1])
+        self._step_threads = self._threads  # what the context was made with
         self._generation_threads = GenerationThreads(*self._threads)
         self._batch: llama_cpp.llama_batch | None = llama_cpp.llama_batch_init(self._capacity, 0, 1)
         self._samplers: dict[int, llama_cpp.llama_sampler_p] = {}
