@@ -54,7 +54,7 @@ class LlamaCppRunner:
         # generate (drafts or not) every core while the rest of the machine is idle, else the
         # generation threads (params.GenerationThreads). One count for both of llama.cpp's settings.
         self._threads = (int(llama_cpp.llama_n_threads(context)), int(llama_cpp.llama_n_threads_batch(context)))
-        self._step_threads = self._threads  # what the context was made with
+        self._step_threads: int | None = None  # set for n_threads and n_threads_batch alike by _use_threads
         self._generation_threads = GenerationThreads(*self._threads)
         self._batch: llama_cpp.llama_batch | None = llama_cpp.llama_batch_init(self._capacity, 0, 1)
         self._samplers: dict[int, llama_cpp.llama_sampler_p] = {}
@@ -256,9 +256,9 @@ class LlamaCppRunner:
 
     def _use_threads(self, threads: int) -> None:
         """llama.cpp takes n_threads for a pass of one token and n_threads_batch for more: both, here."""
-        if (threads, threads) != self._step_threads:
+        if threads != self._step_threads:
             llama_cpp.llama_set_n_threads(self._context, threads, threads)
-            self._step_threads = (threads, threads)
+            self._step_threads = threads
 
     def _sample_and_verify(self, item: SlotWork, rows: range) -> list[int]:
         """Sample at each row in turn with the slot's chain, as llama-server's common_sampler_sample_and_accept_n
