@@ -32,7 +32,7 @@ from engine.protocol import (
 from engine.runners.base import CacheFull, Runner, RunnerError, SlotWork
 from engine.sequence import Sequence, Status, common_prefix_length
 from engine.slots import MIN_SHARED_PREFIX, Slot, SlotTable
-from engine.speculative import Speculator, StepCost
+from engine.speculative import Speculator, StepCost, draft_lengths
 
 # While a prompt is being read, all drafts together take at most this share of what the
 # decode tokens leave of the step's budget, so guesses never crowd out a waiting chat.
@@ -198,12 +198,18 @@ class Scheduler:
         return planned
 
     def _drafts(self, sequences: list[Sequence], budget: int) -> list[list[int]]:
-        """Each sequence's draft, the budget shared fairly: the shortest first, none more than an equal part."""
+        """Each sequence's draft, as long as it pays (draft_lengths), the budget shared fairly: the shortest
+        first, none more than an equal part."""
         ratio = self.step_cost.ratio(len(sequences))
         # Beside other chats on llama.cpp a guess made only to learn the odds costs a pass of its own:
         # four tabs of open-ended chat ran at 0.95x with such probes (README); a chat probes alone.
         probe = not (self.runner.splits_uneven_steps and len(sequences) > 1)
-        drafts = [sequence.draft(self._draft_room(sequence), ratio, probe) for sequence in sequences]
+        speculators = [sequence.speculator for sequence in sequences]
+        for sequence in sequences:
+            sequence.look_up_draft(self._draft_room(sequence))
+        lengths = draft_lengths([s.rate if s else 0.0 for s in speculators],
+                                [len(s.guess) if s else 0 for s in speculators], ratio)
+        drafts = [s.draft(length, ratio, probe) if s else [] for s, length in zip(speculators, lengths)]
         left = len(drafts)
         for index in sorted(range(len(drafts)), key=lambda i: len(drafts[i])):
             drafts[index] = drafts[index][: max(budget, 0) // left]

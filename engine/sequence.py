@@ -56,13 +56,12 @@ class Sequence:
     def uncomputed(self) -> int:
         return self.length - self.computed
 
-    def draft(self, room: int, cost_ratio: float, probe: bool = True) -> list[int]:
-        """Guessed next tokens for this step, at most `room` of them (see engine/speculative.py)."""
+    def look_up_draft(self, room: int) -> None:
+        """This step's guessed next tokens, at most `room` of them, into the speculator (engine/speculative.py)."""
         speculator = self.speculator
-        if speculator is None:
-            return []
-        seen = len(speculator.lookup.tokens)
-        return speculator.propose(self.tokens_between(seen, self.length), room, cost_ratio, probe)
+        if speculator is not None:
+            seen = len(speculator.lookup.tokens)
+            speculator.look_up(self.tokens_between(seen, self.length), room)
 
     def take_text(self, piece: str) -> str:
         """Add decoded text; return what may be shown now (stop strings held back)."""

@@ -3,28 +3,37 @@
 A generating chat often repeats what it has seen: code it was asked to edit, a
 pasted text it rewrites, a document it quotes, its own earlier answer. The last
 few tokens are looked up earlier in the chat's context (prompt and answer so
-far; the most recent occurrence of the longest n-gram that matches, n from
-MAX_NGRAM down to 1, as llama.cpp's n-gram drafts and transformers'
-PromptLookupCandidateGenerator do), and what followed there is the draft. The
-scheduler feeds it beside the chat's last token in the step's one forward
-pass; the runner verifies it with the chat's own sampler (engine/runners/base.py),
-so the answer is the one it would have been without drafts.
+far; the longest n-gram that matches, n from MAX_NGRAM down to 1, as llama.cpp's
+n-gram drafts and transformers' PromptLookupCandidateGenerator do), and what
+followed there is the draft. Of several places with that n-gram, the one
+nearest the place the chat was last found copying from wins (at first, the
+most recent): a chat rewriting a passage goes on where it was, while "the" or
+"of the" occur all over it. The scheduler feeds the draft beside the chat's
+last token in the step's one forward pass; the runner verifies it with the
+chat's own sampler (engine/runners/base.py), so the answer is the one it would
+have been without drafts.
 
-A draft token is worth its cost when the chance it is used beats what it costs
-relative to the time a generated token takes (StepCost measures that ratio on
-the running machine: about half a token on a 2-core CPU, almost nothing on a
-GPU). The chance that draft token i is used is p**i, p being the chat's recent
-rate of drafted tokens accepted given the ones before were (kept per n-gram
-length: a 3-token match predicts better than a 1-token one). So the draft is
-as long as p**i stays above the ratio. A chat whose drafts do not pay stops
-drafting and tries a single token again after a pause, which doubles with each
-miss: open-ended chat, or a machine where a draft token costs nearly what a
-generated one does, then loses almost nothing.
+How long the drafts are is a matter of tokens per second. Draft token i of a
+chat is used with chance p**i, p being the chat's recent rate of drafted tokens
+accepted given the ones before were (kept per n-gram length: a 3-token match
+predicts better than a 1-token one); each costs a share of a one-token step
+that StepCost measures on the running machine (about 0.4 of a token's time on a
+2-core CPU, almost nothing on a GPU). `draft_lengths` adds draft tokens, the
+likeliest first over all chats of the step, while each raises the step's
+expected tokens per second; so a chat at p = 0.9 on that CPU drafts 4 tokens,
+not the 8 whose every token is merely likelier used than it costs.
+
+A chat whose drafts do not pay stops guessing and tries a single token again
+after a pause, which doubles with each miss: open-ended chat, or a machine
+where a draft token costs nearly what a generated one does, then loses almost
+nothing. The pause holds back only such guesses: a match of a length whose
+drafts have paid is drafted at once (a chat back on a passage after changing a
+word in it).
 """
 
 from __future__ import annotations
 
-import math
+import bisect
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -32,7 +41,7 @@ MAX_NGRAM = 3  # longest run of last tokens looked up
 MAX_DRAFT = 16  # longest draft, whatever the odds
 PRIOR_ACCEPTED, PRIOR_TRIED = 1.0, 2.0  # before anything is known: an even chance per token
 MEMORY = 0.8  # weight of the past in the acceptance rate, per draft checked
-FIRST_PAUSE, MAX_PAUSE = 4, 256  # steps without drafts after a miss; doubles with each further miss
+FIRST_PAUSE, MAX_PAUSE = 4, 256  # steps without guesses after a miss; doubles with each further miss
 DEFAULT_COST_RATIO = 0.5  # a draft token's cost in generated tokens' time, until StepCost has measured it
 MIN_COST_RATIO = 0.02  # a GPU's drafts are nearly free, never quite
 TIMING_MEMORY = 0.95  # weight of the past in StepCost's fit, per step
@@ -40,29 +49,46 @@ MIN_TIMED_STEPS, MIN_SPREAD = 8.0, 0.25  # fewer steps, or steps of too alike si
 
 
 class PromptLookup:
-    """One chat's tokens, and its n-grams (n = 1..MAX_NGRAM) with where each last occurred with a token after it."""
+    """One chat's tokens, and its n-grams (n = 1..MAX_NGRAM) with where each occurred with a token after it.
+
+    `copying_from` is the position in the tokens that the chat's last token is thought to repeat: set
+    by each match (the end of the occurrence used), moved on with every token added."""
 
     def __init__(self, max_ngram: int = MAX_NGRAM) -> None:
         self.max_ngram = max_ngram
         self.tokens: list[int] = []
-        self._last_end: dict[tuple[int, ...], int] = {}  # n-gram -> end of its latest occurrence with a follower
+        self.copying_from: int | None = None
+        self._ends: dict[tuple[int, ...], list[int]] = {}  # n-gram -> ends of its occurrences with a follower, rising
 
     def extend(self, tokens: list[int]) -> None:
-        history, index = self.tokens, self._last_end
+        history, index = self.tokens, self._ends
         for token in tokens:
             end = len(history) - 1  # the n-grams ending here now have a follower: `token`
             for size in range(1, min(self.max_ngram, end + 1) + 1):
-                index[tuple(history[end - size + 1 : end + 1])] = end
+                index.setdefault(tuple(history[end - size + 1 : end + 1]), []).append(end)
             history.append(token)
+        if self.copying_from is not None:
+            self.copying_from += len(tokens)
 
     def match(self, limit: int) -> tuple[int, list[int]]:
-        """(n, up to `limit` tokens that followed the latest earlier occurrence of the last n tokens), n largest."""
+        """(n, up to `limit` tokens that followed an earlier occurrence of the last n tokens), n largest;
+        of its occurrences the one ending nearest `copying_from`, or the latest."""
         history = self.tokens
         for size in range(min(self.max_ngram, len(history)), 0, -1):
-            end = self._last_end.get(tuple(history[-size:]))
-            if end is not None:
+            ends = self._ends.get(tuple(history[-size:]))
+            if ends:
+                end = self._nearest(ends)
+                self.copying_from = end
                 return size, history[end + 1 : end + 1 + limit]
         return 0, []
+
+    def _nearest(self, ends: list[int]) -> int:
+        target = self.copying_from
+        if target is None:
+            return ends[-1]
+        at = bisect.bisect_left(ends, target)
+        around = ends[max(at - 1, 0) : at + 1]
+        return min(around, key=lambda end: (abs(end - target), -end))
 
 
 @dataclass
@@ -71,20 +97,48 @@ class Odds:
 
     accepted: float = PRIOR_ACCEPTED
     tried: float = PRIOR_TRIED
+    checked: int = 0  # drafts recorded
+
+    @property
+    def rate(self) -> float:
+        return self.accepted / self.tried
 
     def record(self, drafted: int, accepted: int) -> None:
         # The tokens after the first rejected one were never put to the test.
         self.accepted = MEMORY * self.accepted + accepted
         self.tried = MEMORY * self.tried + min(accepted + 1, drafted)
+        self.checked += 1
 
-    def worth_drafting(self, cost_ratio: float) -> int:
-        """The longest draft whose every token is more likely used (p**i) than it costs."""
-        rate = self.accepted / self.tried
-        if rate >= 1.0:
-            return MAX_DRAFT
-        if rate <= cost_ratio or rate <= 0.0:
-            return 0
-        return min(MAX_DRAFT, int(math.log(cost_ratio) / math.log(rate)))
+    def pays(self, cost_ratio: float) -> bool:
+        """Whether even a one-token draft is likelier used than it costs."""
+        return self.rate > cost_ratio
+
+
+def draft_lengths(rates: list[float], limits: list[int], cost_ratio: float) -> list[int]:
+    """How many of its guessed tokens each chat of a step drafts, for the most tokens per second.
+
+    Chat j's i-th draft token is used with chance rates[j]**i and costs cost_ratio / n of a step of
+    the n chats' one token each (StepCost.ratio). Tokens are added likeliest first while each one's
+    chance beats its cost times the step's expected tokens per unit of time so far: then it raises
+    that rate, and since each chat's chances only fall, stopping there is the best the step can do."""
+    count = len(rates)
+    lengths = [0] * count
+    if count == 0:
+        return lengths
+    per_token = cost_ratio / count
+    expected, seconds = float(count), 1.0  # a step of one token each takes 1
+    chances = [min(rate, 1.0) for rate in rates]
+    while True:
+        open_chats = [j for j in range(count) if lengths[j] < limits[j] and chances[j] > 0.0]
+        if not open_chats:
+            return lengths
+        best = max(open_chats, key=lambda j: chances[j])
+        if chances[best] * seconds <= per_token * expected:
+            return lengths
+        lengths[best] += 1
+        expected += chances[best]
+        seconds += per_token
+        chances[best] *= min(rates[best], 1.0)
 
 
 @dataclass
@@ -94,46 +148,65 @@ class Speculator:
     is_end: Callable[[int], bool]  # end-of-generation tokens: a draft stops before one
     lookup: PromptLookup = field(default_factory=PromptLookup)
     odds: dict[int, Odds] = field(default_factory=dict)
-    pause: int = 0  # steps left without drafts
+    pause: int = 0  # steps left without guesses
     next_pause: int = FIRST_PAUSE
     drafted: int = 0
     accepted: int = 0
-    _size: int = 0  # n-gram length of the draft last proposed, and the cost ratio it was weighed against
+    guess: list[int] = field(default_factory=list)  # this step's lookup, before its length is chosen
+    _size: int = 0  # n-gram length of the guess, and the cost ratio its draft was weighed against
     _ratio: float = DEFAULT_COST_RATIO
 
-    def propose(self, new_tokens: list[int], room: int, cost_ratio: float, probe: bool = True) -> list[int]:
-        """This step's draft after `new_tokens` (the chat's tokens since the last call), at most `room` long;
-        without `probe`, no one-token guess made only to learn the odds."""
+    def look_up(self, new_tokens: list[int], room: int) -> list[int]:
+        """This step's guess after `new_tokens` (the chat's tokens since the last call), at most `room` long."""
         self.lookup.extend(new_tokens)
-        if self.pause > 0:
-            self.pause -= 1
-            return []
         size, following = self.lookup.match(min(room, MAX_DRAFT))
-        if not following:
-            return []
-        self._size, self._ratio = size, cost_ratio
-        length = self.odds.setdefault(size, Odds()).worth_drafting(cost_ratio)
-        if length == 0 and not probe:
-            return []
-        draft = following[: max(length, 1)]  # 0: not worth it, but one token keeps the odds honest
-        for position, token in enumerate(draft):
+        for position, token in enumerate(following):
             if self.is_end(token):
-                return draft[:position]
-        return draft
+                following = following[:position]
+                break
+        self._size, self.guess = size, following
+        return following
+
+    @property
+    def rate(self) -> float:
+        """The chance that the guess's next token is used, from its n-gram length's record."""
+        return self._odds().rate if self.guess else 0.0
+
+    def draft(self, length: int, cost_ratio: float, probe: bool = True) -> list[int]:
+        """The guess cut to `length` (from draft_lengths). None of it while paused, unless this n-gram
+        length has drafted and paid before; a length of 0 still guesses one token, to keep the odds
+        honest, when `probe` allows and no pause holds it back."""
+        self._ratio = cost_ratio
+        paused = self.pause > 0
+        if paused:
+            self.pause -= 1
+        if length > 0 and (not paused or self._odds().checked > 0):
+            return self.guess[:length]
+        if probe and not paused:
+            return self.guess[:1]
+        return []
+
+    def propose(self, new_tokens: list[int], room: int, cost_ratio: float, probe: bool = True) -> list[int]:
+        """A chat's draft when it is alone in the step."""
+        guess = self.look_up(new_tokens, room)
+        return self.draft(draft_lengths([self.rate], [len(guess)], cost_ratio)[0], cost_ratio, probe)
 
     def record(self, drafted: int, accepted: int) -> None:
-        odds = self.odds.setdefault(self._size, Odds())
+        odds = self._odds()
         odds.record(drafted, accepted)
         self.drafted += drafted
         self.accepted += accepted
-        if odds.worth_drafting(self._ratio) > 0:
+        if odds.pays(self._ratio):
             self.next_pause = FIRST_PAUSE
             return
-        # Drafting does not pay (yet): even a guess that held cost nearly a token, so wait before
+        # Guessing does not pay (yet): even a guess that held cost nearly a token, so wait before
         # the next one; after a miss, twice as long as last time.
         self.pause = self.next_pause
         if accepted < drafted:
             self.next_pause = min(MAX_PAUSE, self.next_pause * 2)
+
+    def _odds(self) -> Odds:
+        return self.odds.setdefault(self._size, Odds())
 
 
 @dataclass

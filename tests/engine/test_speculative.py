@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import math
-
 import pytest
 
 from engine.speculative import (
@@ -14,6 +12,7 @@ from engine.speculative import (
     PromptLookup,
     Speculator,
     StepCost,
+    draft_lengths,
 )
 
 
@@ -48,14 +47,52 @@ def test_a_draft_stops_before_an_end_of_generation_token() -> None:
     assert speculator.propose([5, 6, 7, 0, 9, 5], room=8, cost_ratio=0.5) == [6, 7]
 
 
-def test_odds_make_a_draft_as_long_as_each_token_is_likelier_used_than_it_costs() -> None:
-    assert Odds(accepted=9.0, tried=10.0).worth_drafting(0.5) == int(math.log(0.5) / math.log(0.9)) == 6
-    assert Odds(accepted=9.0, tried=10.0).worth_drafting(0.05) == MAX_DRAFT  # a GPU: drafts cost little
-    assert Odds(accepted=4.0, tried=10.0).worth_drafting(0.5) == 0
-    assert Odds(accepted=3.0, tried=3.0).worth_drafting(0.9) == MAX_DRAFT
+def best_single_length(rate: float, cost_ratio: float) -> int:
+    """By brute force: the draft length with the most expected tokens per unit of a one-chat step's time."""
+    def tokens_per_time(length: int) -> float:
+        return sum(rate**i for i in range(length + 1)) / (1.0 + cost_ratio * length)
+    return max(range(MAX_DRAFT + 1), key=tokens_per_time)
+
+
+def test_a_draft_is_as_long_as_gives_the_most_tokens_per_second() -> None:
+    for rate, cost_ratio in [(0.9, 0.39), (0.95, 0.39), (0.7, 0.39), (0.9, 0.05), (0.99, 0.02), (0.5, 0.2)]:
+        assert draft_lengths([rate], [MAX_DRAFT], cost_ratio) == [best_single_length(rate, cost_ratio)], (rate, cost_ratio)
+    # p = 0.9 on a 2-core CPU: 4 tokens, where "each token likelier used than it costs" drafted 8
+    assert draft_lengths([0.9], [MAX_DRAFT], 0.39) == [4]
+    assert draft_lengths([0.35], [MAX_DRAFT], 0.39) == [0]  # a first token less likely used than it costs
+    assert draft_lengths([1.0], [MAX_DRAFT], 0.9) == [MAX_DRAFT]
+    assert draft_lengths([0.9], [3], 0.05) == [3], "never longer than the guess"
     odds = Odds()
     odds.record(drafted=8, accepted=3)  # 4 tokens tested: 3 held, the 4th did not, the rest never counted
     assert (odds.accepted, odds.tried) == pytest.approx((0.8 + 3, 1.6 + 4))
+
+
+def test_chats_of_one_step_share_it_the_likeliest_guesses_first() -> None:
+    # Four chats together: a step of their one token each costs 1, each draft token 0.5 / 4 of it.
+    rates, limits = [0.95, 0.6, 0.0, 0.9], [MAX_DRAFT, MAX_DRAFT, 0, 2]
+    lengths = draft_lengths(rates, limits, 0.5)
+    assert lengths[0] > lengths[1] and lengths[2] == 0 and lengths[3] == 2, lengths
+
+    def tokens_per_time(choice: tuple[int, ...]) -> float:
+        tokens = sum(sum(rate**i for i in range(n + 1)) for rate, n in zip(rates, choice))
+        return tokens / (1.0 + 0.5 / 4 * sum(choice))
+
+    best = max(((a, b, 0, d) for a in range(MAX_DRAFT + 1) for b in range(MAX_DRAFT + 1) for d in range(3)),
+               key=tokens_per_time)
+    assert tokens_per_time(tuple(lengths)) == pytest.approx(tokens_per_time(best))
+    assert draft_lengths([0.95, 0.9], [MAX_DRAFT, MAX_DRAFT], 0.9) == [1, 0], "dear drafts: only the likeliest token"
+    assert draft_lengths([0.3, 0.4], [MAX_DRAFT, MAX_DRAFT], 0.9) == [0, 0], "none where no draft pays"
+
+
+def test_of_several_places_with_the_tail_the_one_nearest_where_the_chat_copies_from_wins() -> None:
+    passage = [1, 2, 3, 4, 5, 6, 7, 8, 5, 9]  # "5" twice: followed by 6, and later by 9
+    unknown = lookup_of(passage + [1, 2, 3, 0, 5])
+    assert unknown.match(3) == (1, [9, 1, 2]), "nothing known of where it copies from: the latest"
+    lookup = lookup_of(passage + [1, 2])
+    assert lookup.match(3) == (2, [3, 4, 5]) and lookup.copying_from == 1  # copying the passage
+    lookup.extend([3, 0, 5])  # "4" changed into "0", then on with the passage
+    assert lookup.copying_from == 4
+    assert lookup.match(3) == (1, [6, 7, 8]), "the 5 where it copies, not the later one"
 
 
 def test_a_chat_whose_guesses_keep_missing_waits_longer_each_time_until_one_holds() -> None:
@@ -134,3 +171,15 @@ def test_a_guess_that_holds_but_does_not_pay_still_waits_before_the_next() -> No
             speculator.record(drafted=len(draft), accepted=len(draft))
         pattern.append(len(draft))
     assert sum(pattern) <= 40 // (FIRST_PAUSE + 1) + 1, f"a single guess now and then: {pattern}"
+
+
+def test_a_pause_holds_back_guesses_but_not_a_match_whose_drafts_have_paid() -> None:
+    speculator = Speculator(is_end=lambda token: False)
+    speculator.odds[3] = Odds(accepted=9.0, tried=10.0, checked=3)  # 3-token matches have paid in this turn
+    speculator.pause = 8  # after a 1-token guess that missed
+    assert speculator.propose([1, 2, 3, 4, 5, 6, 7, 8, 1, 2, 3], room=16, cost_ratio=0.39) == [4, 5, 6, 7]
+    assert speculator.pause == 7
+    # a 1-token match, its odds untried: held back by the pause
+    assert speculator.propose([9, 4], room=16, cost_ratio=0.39) == []
+    speculator.pause = 0
+    assert speculator.propose([], room=16, cost_ratio=0.39) == [5], "unpaused: a one-token guess"
