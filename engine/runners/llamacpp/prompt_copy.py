@@ -78,8 +78,7 @@ def full_precision_copy(source: Path, threads: int, expected_bytes: int = 0) -> 
     if _matches(target, record, identity):
         return target
     folder.mkdir(parents=True, exist_ok=True)
-    for older in folder.glob(f"{glob.escape(family)}.*.{COPY_TYPE}.*"):
-        older.unlink(missing_ok=True)
+    remove_older_copies(folder, family)
     free = shutil.disk_usage(folder).free
     if expected_bytes and free < expected_bytes * 1.1:
         raise RunnerError(f"The {COPY_TYPE} copy for reading prompts needs {format_bytes(expected_bytes)} of disk in "
@@ -97,6 +96,23 @@ def full_precision_copy(source: Path, threads: int, expected_bytes: int = 0) -> 
     os.replace(partial, target)
     record.write_text(json.dumps({**identity, "copy_size": target.stat().st_size}), encoding="utf-8")
     return target
+
+
+def remove_older_copies(folder: Path, family: str) -> None:
+    """Delete the copies (and their records) made for earlier versions of a file, and copies a crashed
+    process left half written; not the one another Hearth process is writing now (its pid is alive),
+    nor a file another process has open where the system keeps it (Windows): the next start tries again."""
+    import psutil
+
+    for older in folder.glob(f"{glob.escape(family)}.*.{COPY_TYPE}.*"):
+        if older.suffix == ".partial":
+            writer = older.name.rsplit(".", 2)[-2]
+            if writer.isdigit() and int(writer) != os.getpid() and psutil.pid_exists(int(writer)):
+                continue
+        try:
+            older.unlink(missing_ok=True)
+        except OSError:
+            pass
 
 
 def _matches(target: Path, record: Path, identity: dict[str, object]) -> bool:

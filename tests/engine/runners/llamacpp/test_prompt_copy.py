@@ -180,6 +180,31 @@ def test_the_copy_is_made_once_and_made_again_when_it_or_its_source_changed(
     assert copy.stat().st_mtime_ns != remade
 
 
+def test_older_copies_go_but_not_one_another_process_is_writing(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    family = "model.0123abcd"
+    writer = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        dead = subprocess.Popen([sys.executable, "-c", "pass"])
+        dead.wait()
+        names = {
+            "old": f"{family}.1f00.F32.gguf", "old record": f"{family}.1f00.F32.json",
+            "crashed": f"{family}.2f00.F32.gguf.{dead.pid}.partial",
+            "being written": f"{family}.2f00.F32.gguf.{writer.pid}.partial",
+            "another model": "other.89abcdef.1f00.F32.gguf",
+        }
+        for name in names.values():
+            (tmp_path / name).write_bytes(b"x")
+        prompt_copy.remove_older_copies(tmp_path, family)
+        left = {label for label, name in names.items() if (tmp_path / name).exists()}
+        assert left == {"being written", "another model"}
+    finally:
+        writer.kill()
+        writer.wait()
+
+
 def test_a_copy_that_cannot_be_made_leaves_prompts_in_the_generating_context_and_says_why(
     default_model: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
