@@ -32,7 +32,7 @@ from engine.protocol import (
 from engine.runners.base import CacheFull, Runner, RunnerError, SlotWork
 from engine.sequence import Sequence, Status, common_prefix_length
 from engine.slots import MIN_SHARED_PREFIX, Slot, SlotTable
-from engine.speculative import Speculator, StepCost, draft_lengths
+from engine.speculative import Speculator, StepCost, choose_drafts
 
 # While a prompt is being read, all drafts together take at most this share of what the
 # decode tokens leave of the step's budget, so guesses never crowd out a waiting chat.
@@ -204,12 +204,9 @@ class Scheduler:
         # Beside other chats on llama.cpp a guess made only to learn the odds costs a pass of its own:
         # four tabs of open-ended chat ran at 0.95x with such probes (README); a chat probes alone.
         probe = not (self.runner.splits_uneven_steps and len(sequences) > 1)
-        speculators = [sequence.speculator for sequence in sequences]
         for sequence in sequences:
             sequence.look_up_draft(self._draft_room(sequence))
-        lengths = draft_lengths([s.rate if s else 0.0 for s in speculators],
-                                [len(s.guess) if s else 0 for s in speculators], ratio)
-        drafts = [s.draft(length, ratio, probe) if s else [] for s, length in zip(speculators, lengths)]
+        drafts = choose_drafts([sequence.speculator for sequence in sequences], ratio, probe)
         left = len(drafts)
         for index in sorted(range(len(drafts)), key=lambda i: len(drafts[i])):
             drafts[index] = drafts[index][: max(budget, 0) // left]

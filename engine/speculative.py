@@ -188,8 +188,8 @@ class Speculator:
 
     def propose(self, new_tokens: list[int], room: int, cost_ratio: float, probe: bool = True) -> list[int]:
         """A chat's draft when it is alone in the step."""
-        guess = self.look_up(new_tokens, room)
-        return self.draft(draft_lengths([self.rate], [len(guess)], cost_ratio)[0], cost_ratio, probe)
+        self.look_up(new_tokens, room)
+        return choose_drafts([self], cost_ratio, probe)[0]
 
     def record(self, drafted: int, accepted: int) -> None:
         odds = self._odds()
@@ -207,6 +207,13 @@ class Speculator:
 
     def _odds(self) -> Odds:
         return self.odds.setdefault(self._size, Odds())
+
+
+def choose_drafts(speculators: list[Speculator | None], cost_ratio: float, probe: bool = True) -> list[list[int]]:
+    """The drafts of a step's chats, from the guesses their look_up left (None: a chat that never drafts)."""
+    lengths = draft_lengths([s.rate if s else 0.0 for s in speculators], [len(s.guess) if s else 0 for s in speculators],
+                            cost_ratio)
+    return [s.draft(length, cost_ratio, probe) if s else [] for s, length in zip(speculators, lengths)]
 
 
 @dataclass
