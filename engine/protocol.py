@@ -11,14 +11,59 @@ from typing import Literal, Union
 
 Backend = Literal["llamacpp", "hf", "remote"]
 # interrupted: a remote stream broke off (the connection dropped, no [DONE]); the partial text is kept
-FinishReason = Literal["stop", "length", "cancelled", "context_full", "error", "closed", "interrupted"]
+# tool_calls: the answer ended in one or more tool calls (TurnFinished.tool_calls) for the chat's owner to run
+FinishReason = Literal[
+    "stop", "length", "cancelled", "context_full", "error", "closed", "interrupted", "tool_calls"
+]
 Speculative = Literal["off", "auto"]
+Role = Literal["system", "user", "assistant", "tool"]
+ConstraintKind = Literal["json_schema", "json_object", "regex", "lark", "gbnf"]
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One call the model made: `arguments` is the JSON text of the arguments object."""
+
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """A function the model may call; `parameters` is its JSON Schema as JSON text (frozen, hashable)."""
+
+    name: str
+    description: str = ""
+    parameters: str = '{"type": "object", "properties": {}}'
 
 
 @dataclass(frozen=True)
 class ChatMessage:
-    role: Literal["system", "user", "assistant"]
+    """One message of a conversation.
+
+    An assistant message may carry the thinking that came before its answer (`reasoning`) and the
+    tool calls it made; a tool message answers the call named by `tool_call_id`.
+    """
+
+    role: Role
     content: str
+    reasoning: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str = ""
+    name: str = ""  # a tool message: the tool's name (templates that want it)
+
+
+@dataclass(frozen=True)
+class Constraint:
+    """What a sequence's output must match; the sampler sees only tokens that keep it matchable.
+
+    `source`: the JSON Schema as JSON text (json_schema), "" (json_object), the pattern (regex),
+    or the grammar (lark: llguidance's Lark dialect; gbnf: llama.cpp's).
+    """
+
+    kind: ConstraintKind
+    source: str = ""
 
 
 @dataclass(frozen=True)
@@ -36,6 +81,9 @@ class SamplingParams:
     ignore_eos: bool = False  # the benchmark wants every request to run to max_new_tokens
     # Prompt-lookup drafts (engine/speculative.py): the same answer, sooner where it repeats its context.
     speculative: Speculative = "auto"  # measured: edits sooner, chat as fast (README, Speculative decoding)
+    constraint: Constraint | None = None  # the whole answer must match it (engine/constraints)
+    logprobs: int | None = None  # None: none; 0: the chosen token's; N (<= 20): and the N likeliest
+    reasoning_budget: int | None = None  # thinking tokens before the engine closes the thinking itself
 
     @property
     def greedy(self) -> bool:
@@ -119,6 +167,13 @@ class Submit:
     messages: tuple[ChatMessage, ...]
     sampling: SamplingParams = field(default_factory=SamplingParams)
     prompt: str | None = None
+    tools: tuple[ToolSpec, ...] = ()
+    # "auto" (the model decides), "none", "required" (at least one call), or a tool's name (that call)
+    tool_choice: str = "auto"
+    parallel_tool_calls: bool = True
+    # Extra variables for the chat template, as (name, JSON text) pairs: ("enable_thinking", "false"),
+    # ("reasoning_effort", '"low"'), the API's chat_template_kwargs.
+    template_options: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -192,6 +247,43 @@ class ReasoningText:
 
 
 @dataclass(frozen=True)
+class ToolCallStarted:
+    """The model opened tool call number `index` of this turn: its id and whole name are known."""
+
+    chat_id: str
+    index: int
+    call_id: str
+    name: str
+
+
+@dataclass(frozen=True)
+class ToolCallArguments:
+    """The next fragment of tool call `index`'s arguments (JSON text; the fragments join to it)."""
+
+    chat_id: str
+    index: int
+    text: str
+
+
+@dataclass(frozen=True)
+class TokenLogprob:
+    """One generated token's log-probability, and the likeliest alternatives where asked."""
+
+    token: str
+    logprob: float
+    token_bytes: tuple[int, ...] = ()
+    top: tuple[tuple[str, float], ...] = ()
+
+
+@dataclass(frozen=True)
+class Logprobs:
+    """The log-probabilities of tokens just generated, in order (SamplingParams.logprobs)."""
+
+    chat_id: str
+    entries: tuple[TokenLogprob, ...]
+
+
+@dataclass(frozen=True)
 class TurnStats:
     prompt_tokens: int
     reused_tokens: int
@@ -201,6 +293,8 @@ class TurnStats:
     total_s: float
     drafted_tokens: int = 0  # prompt-lookup guesses checked
     accepted_tokens: int = 0  # of them, the ones the model agreed with (tokens it got for free)
+    reasoning_tokens: int = 0  # of generated_tokens, those spent thinking
+    reasoning_s: float = 0.0  # time from the first thinking token to the end of the thinking
 
     @property
     def acceptance(self) -> float | None:
@@ -216,6 +310,7 @@ class TurnFinished:
     text: str = ""  # the whole answer of this turn
     message: str = ""  # for a person, when reason is context_full or error
     reasoning: str = ""  # the whole thinking of this turn, if the model showed any
+    tool_calls: tuple[ToolCall, ...] = ()  # the calls the answer made (reason "tool_calls")
 
 
 @dataclass(frozen=True)
@@ -260,6 +355,9 @@ Event = Union[
     TurnStarted,
     Token,
     ReasoningText,
+    ToolCallStarted,
+    ToolCallArguments,
+    Logprobs,
     TurnFinished,
     ChatError,
     EngineStats,
