@@ -145,6 +145,11 @@ class ModelInfo:
     decode: str = ""  # how decode steps run where the backend has a choice: "CUDA graphs, batches of 1/2/4" ...
     prompt_reading: str = ""  # how long prompts are read where the backend has a choice: "F32 copy (515 MiB)" ...
     prompt_copy_bytes: int = 0  # the copy's weights and cache, in RAM besides model_bytes and kv_cache_bytes
+    # What the model's chat template can do, found from the template (never from the model's name):
+    # "tools" (it renders tools and the model writes calls in a known format), "reasoning" (it thinks
+    # before answering), "thinking_switch" (the template turns thinking on and off: enable_thinking),
+    # "reasoning_effort" (low / medium / high). The API's /v1/models and the chat panel show these.
+    capabilities: tuple[str, ...] = ()
 
 
 # ---------------------------------------------------------------- commands
