@@ -56,7 +56,7 @@ class Estimate:
     transient_bytes: int = 0  # the part of the overhead a step allocates and frees again (transformers)
     repacked_bytes: int = 0  # the part of the weights that is llama.cpp's repacked copy on the CPU
     prompt_copy_bytes: int = 0  # llama.cpp's F32 copy for reading prompts: its weights and one chat's cache
-    total_memory: int = 0  # the machine's RAM the estimate was made for (0: not known)
+    total_memory: int = 0  # the machine's RAM the estimate was made for
 
     @property
     def total_bytes(self) -> int:
@@ -91,16 +91,20 @@ class Verdict:
 # ---------------------------------------------------------------- the estimate
 
 
-def estimate(model: ModelDescription, config: ModelConfig, has_gpu: bool = False, total_memory: int = 0) -> Estimate:
-    """Weights + KV cache + runtime overhead for this model and configuration.
+def estimate(model: ModelDescription, config: ModelConfig, *, has_gpu: bool, total_memory: int) -> Estimate:
+    """Weights + KV cache + runtime overhead for this model and configuration on a given machine.
 
     `has_gpu` resolves device "auto": a GPU is used when one is there. `total_memory` (the machine's
-    RAM; 0: not known) decides whether "auto" reads prompts with a copy; not known, it is counted.
+    RAM in bytes) decides, as the runner does, whether "auto" reads prompts with a copy; both are
+    required, so no caller can size a model for a machine it did not name (engine/catalog/here.py
+    fills them in for this one).
     """
+    if total_memory <= 0:
+        raise ValueError(f"the memory estimate needs the machine's RAM, not {total_memory} bytes")
     on_gpu = config.device.startswith("cuda") or (config.device == "auto" and has_gpu)
     if config.backend == "llamacpp":
         return _estimate_llamacpp(model, config, on_gpu, total_memory)
-    return _estimate_hf(model, config, on_gpu)
+    return dataclasses.replace(_estimate_hf(model, config, on_gpu), total_memory=total_memory)
 
 
 def prompt_copy_wanted(config: ModelConfig, weights_on_gpu: bool, file_type: str, n_params: int,
@@ -113,7 +117,7 @@ def prompt_copy_wanted(config: ModelConfig, weights_on_gpu: bool, file_type: str
     if file_type.upper() in UNQUANTIZED_FILE_TYPES:
         return False, "off (the weights are not quantized)"
     copy = PROMPT_COPY_BYTES_PER_PARAM * n_params
-    if config.prompt_copy == "auto" and total_memory and copy > total_memory * PROMPT_COPY_AUTO_SHARE:
+    if config.prompt_copy == "auto" and copy > total_memory * PROMPT_COPY_AUTO_SHARE:
         return False, "off (auto: the copy would take more than an eighth of the memory)"
     return True, ""
 

@@ -82,7 +82,7 @@ def test_verdicts_follow_the_decision_tree(hub: StandInHub, default_model: str) 
     from engine.catalog.memory import estimate
     from engine.catalog.models import describe
 
-    local = estimate(describe(default_model), dataclasses.replace(config, path=default_model)).total_bytes
+    local = estimate(describe(default_model), dataclasses.replace(config, path=default_model), has_gpu=False, total_memory=plenty().total_bytes).total_bytes
     assert abs(roomy.fit(Q4_1).need_bytes - local) <= 0.02 * local
     assert descriptions[Q4_1].repacked_bytes == 0 < descriptions[Q4_0].repacked_bytes, "scaled from the Q4_0 header"
 
