@@ -105,7 +105,7 @@ class ModelConfig:
     flash_attention: Literal["auto", "on", "off"] = "auto"
     kv_cache_type: Literal["f16", "q8_0", "q4_0"] = "f16"
     # long prompts read with an F32 copy of a quantized file, on the CPU (runners/llamacpp/prompt_copy.py);
-    # auto: where the copy takes at most an eighth of the memory
+    # auto: small models only, where it was measured to pay (engine/tuning.py: a copy of at most 1 GiB)
     prompt_copy: Literal["auto", "on", "off"] = "auto"
     # transformers
     quantization: Literal["none", "int8", "nf4", "fp4"] = "none"

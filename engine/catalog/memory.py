@@ -7,11 +7,14 @@ and the free and total bytes engine/catalog/devices.py reads from the machine.
 from __future__ import annotations
 
 import dataclasses
+import functools
+import importlib.metadata
 from dataclasses import dataclass
 from typing import Literal
 
 from engine.catalog.description import ModelDescription
 from engine.protocol import ModelConfig
+from engine.tuning import PROMPT_COPY_AUTO_MAX_BYTES, PROMPT_COPY_AUTO_SHARE, PROMPT_COPY_LLAMA_CPP_VERSION
 from engine.units import format_bytes
 
 KV_BYTES_PER_ELEMENT = {"f16": 2.0, "q8_0": 34 / 32, "q4_0": 18 / 32}  # ggml block sizes
@@ -34,7 +37,6 @@ CONTEXT_STEP = 256
 TIGHT_FRACTION = 0.70  # more than this share of the device is "tight"
 # llama.cpp on the CPU reads long prompts with an F32 copy of a quantized file (runners/llamacpp/prompt_copy.py)
 PROMPT_COPY_BYTES_PER_PARAM = 4
-PROMPT_COPY_AUTO_SHARE = 1 / 8  # auto: only where the copy takes at most this share of the memory
 UNQUANTIZED_FILE_TYPES = {"F32", "F16", "BF16"}
 
 Level = Literal["fits", "tight", "does not fit"]
@@ -109,17 +111,40 @@ def estimate(model: ModelDescription, config: ModelConfig, *, has_gpu: bool, tot
 
 def prompt_copy_wanted(config: ModelConfig, weights_on_gpu: bool, file_type: str, n_params: int,
                        total_memory: int) -> tuple[bool, str]:
-    """Whether llama.cpp reads long prompts with an F32 copy of the weights; why not, where not."""
+    """Whether llama.cpp reads long prompts with an F32 copy of the weights; why not, where not.
+
+    The runner and the estimate both ask here, so the memory shown is the memory taken. "auto" takes
+    the copy only where it was measured to pay (engine/tuning.py): a copy of at most 1 GiB (the
+    bundled model's is 538 MB) and an eighth of the RAM, with the llama-cpp-python version whose
+    cell format the copy was checked against."""
     if config.prompt_copy == "off":
         return False, ""
     if weights_on_gpu:
         return False, "off (the weights are on the GPU)"
     if file_type.upper() in UNQUANTIZED_FILE_TYPES:
         return False, "off (the weights are not quantized)"
+    if config.prompt_copy == "on":
+        return True, ""
     copy = PROMPT_COPY_BYTES_PER_PARAM * n_params
-    if config.prompt_copy == "auto" and copy > total_memory * PROMPT_COPY_AUTO_SHARE:
+    if copy > PROMPT_COPY_AUTO_MAX_BYTES:
+        return False, (f"off (auto: the copy would take {format_bytes(copy)}; auto makes it only for models of up "
+                       f"to {format_bytes(PROMPT_COPY_AUTO_MAX_BYTES)} at full precision)")
+    if copy > total_memory * PROMPT_COPY_AUTO_SHARE:
         return False, "off (auto: the copy would take more than an eighth of the memory)"
+    installed = _llama_cpp_version()
+    if installed and installed != PROMPT_COPY_LLAMA_CPP_VERSION:
+        return False, (f"off (auto: llama-cpp-python {installed} is installed; the copy was checked with "
+                       f"{PROMPT_COPY_LLAMA_CPP_VERSION})")
     return True, ""
+
+
+@functools.lru_cache(maxsize=1)
+def _llama_cpp_version() -> str:
+    """The installed llama-cpp-python's version; "" where it is not installed (nothing to check)."""
+    try:
+        return importlib.metadata.version("llama-cpp-python")
+    except importlib.metadata.PackageNotFoundError:
+        return ""
 
 
 def kv_cache_bytes(model: ModelDescription, cells: int, bytes_per_element: float) -> int:

@@ -14,7 +14,8 @@ from the quantized weights' logits, and generation stays on them, where it is fa
 weight once per token, and the copy has 4-6x the bytes).
 
 The copy costs memory (its weights, ~4 bytes a parameter, plus a one-stream KV cache) and disk,
-so "auto" takes it only for small models (the copy at most an eighth of the machine's memory),
+so "auto" takes it only for small models (catalog/memory.py prompt_copy_wanted: a copy of at most
+1 GiB and an eighth of the RAM, with the llama-cpp-python version seqstate.py was checked against),
 never with weights on a GPU (which reads prompts fast anyway).
 """
 

@@ -12,7 +12,7 @@ import pytest
 
 from engine.catalog.description import ModelDescription
 from engine.catalog.here import estimate_here
-from engine.catalog.memory import Estimate, estimate, kv_cache_bytes, suggest, verdict
+from engine.catalog.memory import Estimate, estimate, kv_cache_bytes, prompt_copy_wanted, suggest, verdict
 from engine.catalog.models import describe
 from engine.protocol import ModelConfig
 
@@ -132,22 +132,22 @@ def test_verdict_levels_and_suggestions() -> None:
 
 def test_the_prompt_reading_copy_is_counted_where_llama_cpp_would_make_it() -> None:
     config = ModelConfig(path="toy.gguf", context_length=4096, slots=4, gpu_layers=0, device="cpu")
-    plain = estimate(TOY_GGUF, dataclasses.replace(config, prompt_copy="off"), has_gpu=False, total_memory=RAM)
-    # auto on a machine with 64 GiB: F32 weights (4 bytes x 10^9), one chat's cache, one micro-batch's activations
-    counted = estimate(TOY_GGUF, config, total_memory=64 << 30, has_gpu=False)
+    small = dataclasses.replace(TOY_GGUF, n_params=200_000_000)  # its F32 copy: 800 MB, under auto's 1 GiB
+    plain = estimate(small, dataclasses.replace(config, prompt_copy="off"), has_gpu=False, total_memory=RAM)
+    # auto on a machine with 64 GiB: F32 weights (4 bytes x 2 x 10^8), one chat's cache, one micro-batch's activations
+    counted = estimate(small, config, total_memory=64 << 30, has_gpu=False)
     activations = 512 * 1024 * 4 * 17
-    assert counted.prompt_copy_bytes == 4 * 10**9 + plain.kv_cache_bytes // 4 + activations
+    assert counted.prompt_copy_bytes == 4 * 200_000_000 + plain.kv_cache_bytes // 4 + activations
     assert counted.total_bytes == plain.total_bytes + counted.prompt_copy_bytes
-    # auto on 16 GiB: the 4 GB copy is more than an eighth, so llama.cpp reads prompts without it
-    assert estimate(TOY_GGUF, config, total_memory=16 << 30, has_gpu=False).prompt_copy_bytes == 0
-    assert estimate(TOY_GGUF, dataclasses.replace(config, prompt_copy="on"), total_memory=16 << 30, has_gpu=False).prompt_copy_bytes > 0
-    assert estimate(TOY_GGUF, dataclasses.replace(config, device="auto", gpu_layers=-1), has_gpu=True,
+    # auto on 4 GiB: the 800 MB copy is more than an eighth, so llama.cpp reads prompts without it
+    assert estimate(small, config, total_memory=4 << 30, has_gpu=False).prompt_copy_bytes == 0
+    assert estimate(small, dataclasses.replace(config, prompt_copy="on"), total_memory=4 << 30, has_gpu=False).prompt_copy_bytes > 0
+    assert estimate(small, dataclasses.replace(config, device="auto", gpu_layers=-1), has_gpu=True,
                     total_memory=64 << 30).prompt_copy_bytes == 0
-    unquantized = dataclasses.replace(TOY_GGUF, quantization="F16")
+    unquantized = dataclasses.replace(small, quantization="F16")
     assert estimate(unquantized, config, total_memory=64 << 30, has_gpu=False).prompt_copy_bytes == 0
     # where memory is short, leaving the copy out is the first thing to try
     assert suggest(counted, plain.total_bytes + MiB).startswith("Turn the prompt reading copy off")
-
 
 def test_suggestions_beyond_context() -> None:
     weights_only = estimate(TOY_GGUF, ModelConfig(path="toy.gguf", context_length=512, slots=1), has_gpu=False, total_memory=RAM)
@@ -213,3 +213,31 @@ def test_estimate_is_within_ten_percent_of_measured_rss(default_model: str) -> N
     print(f"estimated {result.total_bytes:,} bytes; measured {measured}")
     assert abs(result.total_bytes - measured["after_steps"]) <= 0.10 * measured["after_steps"]
     assert abs(result.total_bytes - measured["after_load"]) <= 0.10 * measured["after_load"]
+
+
+def test_auto_leaves_the_copy_off_for_a_1b_model_even_with_memory_to_spare() -> None:
+    """The copy was measured to pay for the bundled 135M model only: a 4 GB copy of a 1B model is not taken
+    by "auto", however much RAM there is; "on" still takes it; the estimate counts exactly what the runner takes."""
+    one_b, gigabytes = 1_070_000_000, 1 << 30
+    auto, on = (ModelConfig(path="m.gguf", prompt_copy=choice) for choice in ("auto", "on"))  # type: ignore[arg-type]
+    use, why = prompt_copy_wanted(auto, False, "Q4_K_M", one_b, 256 * gigabytes)
+    assert use is False and why.startswith("off (auto: the copy would take 4.0 GiB") and "1.0 GiB" in why
+    assert prompt_copy_wanted(on, False, "Q4_K_M", one_b, 256 * gigabytes) == (True, "")
+    assert prompt_copy_wanted(auto, False, "Q4_1", 250_000_000, 256 * gigabytes)[0] is True  # 1.0e9 bytes: under 1 GiB
+    model = dataclasses.replace(TOY_GGUF, n_params=one_b, quantization="Q4_K_M")
+    config = ModelConfig(path="m.gguf", device="cpu")
+    assert estimate(model, config, has_gpu=False, total_memory=256 * gigabytes).prompt_copy_bytes == 0
+    assert estimate(model, dataclasses.replace(config, prompt_copy="on"), has_gpu=False,
+                    total_memory=256 * gigabytes).prompt_copy_bytes > 4 * one_b
+
+
+def test_auto_leaves_the_copy_off_with_another_llama_cpp_python(monkeypatch: pytest.MonkeyPatch) -> None:
+    from engine.catalog import memory
+    from engine.tuning import PROMPT_COPY_LLAMA_CPP_VERSION
+
+    auto = ModelConfig(path="m.gguf")
+    monkeypatch.setattr(memory, "_llama_cpp_version", lambda: "0.3.99")
+    use, why = prompt_copy_wanted(auto, False, "Q4_1", 135_000_000, 64 << 30)
+    assert use is False and "0.3.99" in why and PROMPT_COPY_LLAMA_CPP_VERSION in why
+    monkeypatch.setattr(memory, "_llama_cpp_version", lambda: PROMPT_COPY_LLAMA_CPP_VERSION)
+    assert prompt_copy_wanted(auto, False, "Q4_1", 135_000_000, 64 << 30) == (True, "")
