@@ -201,3 +201,38 @@ def test_a_fallback_templates_markers_end_the_answer_and_never_show() -> None:
     assert (text_of(events, "b"), finished(events, "b").reason) == ("Ro", "stop")  # its own stops still count
     scheduler.submit("c", encode("c>"), SamplingParams(temperature=0, ignore_eos=True))
     assert scheduler.waiting[-1].params.stop == (), "the benchmark's ignore_eos runs on, as past an end token"
+
+
+def test_a_full_cache_fails_the_step_once_and_never_feeds_its_tokens_twice() -> None:
+    """The runner takes a step's tokens into its cache record and penalty history (and the prompt copy) before
+    llama_decode says the cache is full. Feeding the same step again would apply them twice: the turns of that
+    step end with the runner's message instead, their caches are given up, and the next turn reads its prompt
+    again from the start."""
+    from engine.runners.base import CacheFull
+
+    class FullOnce(FakeRunner):
+        def __init__(self) -> None:
+            super().__init__({"a": "one", "b": "two"}, slots=2)
+            self.applied: list[tuple[int, int, tuple[int, ...]]] = []  # (slot, start, tokens) per forward
+            self.full = True
+
+        def forward(self, work):  # type: ignore[no-untyped-def]
+            self.applied += [(item.slot, item.start_pos, tuple(item.fed)) for item in work]
+            if self.full:
+                self.full = False
+                raise CacheFull("This chat's cache has no room for this step.")
+            return super().forward(work)
+
+    runner = FullOnce()
+    scheduler = Scheduler(runner)
+    scheduler.submit("a", encode("a>"), NO_DRAFTS)
+    scheduler.submit("b", encode("b>"), NO_DRAFTS)
+    events = scheduler.step()
+    assert len(runner.applied) == len(set(runner.applied)) == 2, "a step's tokens were fed twice"
+    assert {finished(events, chat).reason for chat in "ab"} == {"error"}
+    assert finished(events, "a").message == "This chat's cache has no room for this step."
+    assert all(slot.chat_id is None and slot.cached == [] for slot in scheduler.slots)
+    scheduler.submit("a", encode("a>"), NO_DRAFTS)
+    events = run_until_idle(scheduler)
+    assert text_of(events, "a") == "one" and finished(events, "a").reason == "stop"
+    assert runner.applied[2] == (0, 0, tuple(encode("a>")))  # read again from position 0

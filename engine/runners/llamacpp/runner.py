@@ -225,8 +225,8 @@ class LlamaCppRunner:
         result = llama_cpp.llama_decode(self._context, self._batch)
         if result == 1:
             raise CacheFull(
-                f"The KV cache ({self.context_length * self.slots:,} positions shared by {self.slots} chats) "
-                "has no room for this step."
+                f"The model's memory for this chat ({self.context_length:,} tokens) has no room left, so the answer "
+                "stopped here. Start a new chat, or raise the context length in Settings."
             )
         if result != 0:
             raise RunnerError(f"llama.cpp failed to decode a batch of {self._batch.n_tokens} tokens (error {result}).")
