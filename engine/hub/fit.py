@@ -144,5 +144,5 @@ def repo_view(repo_id: str, settings: HubSettings, config: ModelConfig, revision
 def downloaded_choices(listing: RepoListing, settings: HubSettings) -> dict[str, str]:
     layout = CacheLayout(settings.cache, listing.repo_id)
     snapshot = layout.snapshot(listing.commit)
-    return {choice.key: str(snapshot / choice.key if choice.kind == "gguf" else snapshot)
+    return {choice.key: str(layout.in_snapshot(listing.commit, choice.key) if choice.kind == "gguf" else snapshot)
             for choice in listing.choices if all(layout.is_linked(listing.commit, file) for file in choice.files)}
