@@ -21,6 +21,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import torch
 
+from engine.catalog.model_files import known_name
 from engine.chat_template import end_markers, render_chat
 from engine.detokenizer import OffsetDetokenizer
 from engine.protocol import ChatMessage, ModelConfig, ModelInfo, SamplingParams
@@ -142,7 +143,8 @@ class HfRunner:
         if self.device.type == "cuda":
             device = f"{device} ({torch.cuda.get_device_name(self.device)})"
         return ModelInfo(
-            name=loaded.source.name,
+            name=known_name(loaded.source.folder / loaded.source.gguf_file if loaded.source.gguf_file
+                            else loaded.source.folder),
             path=config.path,
             backend="hf",
             device=device,
