@@ -11,6 +11,7 @@ import time
 from dataclasses import dataclass, field
 from enum import Enum
 
+from engine.chat_template import FALLBACK_END_MARKERS
 from engine.protocol import FinishReason, SamplingParams, TurnStats
 from engine.runners.base import Detokenizer
 from engine.speculative import Speculator
@@ -82,8 +83,12 @@ class Sequence:
         return shown
 
     def release_held(self) -> str:
-        """At the end of a turn that did not stop on a stop string."""
-        shown = self.held + self.detokenizer.flush()
+        """At the end of a turn that did not stop on a stop string: what was held back is the answer's, but
+        for the start of a fallback end marker (a base model cut off at its token limit mid "<|im_start"),
+        which was never the answer's text."""
+        rest = self.held + self.detokenizer.flush()
+        markers = tuple(marker for marker in FALLBACK_END_MARKERS if marker in self.params.stop)
+        shown = rest[: len(rest) - _longest_stop_prefix_suffix(rest, markers)]
         self.held = ""
         self.text += shown
         return shown

@@ -203,6 +203,24 @@ def test_a_fallback_templates_markers_end_the_answer_and_never_show() -> None:
     assert scheduler.waiting[-1].params.stop == (), "the benchmark's ignore_eos runs on, as past an end token"
 
 
+def test_half_an_end_marker_is_dropped_when_the_answer_stops_at_its_token_limit() -> None:
+    """A base model's answer cut at max tokens in the middle of the fallback's next-turn marker: that half marker
+    was held back (it could have become the marker) and is dropped, not shown; half a stop string the user asked
+    for is the answer's own text and is shown."""
+    from engine.chat_template import FALLBACK_END_MARKERS
+
+    cut = "next level?\n<|im_start"
+    runner = FakeRunner({"a": cut + "|>user", "b": "okEN"}, slots=2, end_markers=FALLBACK_END_MARKERS)
+    scheduler = Scheduler(runner)
+    scheduler.submit("a", encode("a>"), SamplingParams(temperature=0, max_new_tokens=len(cut), speculative="off"))
+    scheduler.submit("b", encode("b>"), SamplingParams(temperature=0, max_new_tokens=4, stop=("END",),
+                                                       speculative="off"))
+    events = run_until_idle(scheduler)
+    assert (text_of(events, "a"), finished(events, "a").reason) == ("next level?\n", "length")
+    assert finished(events, "a").text == "next level?\n" and finished(events, "a").stats.generated_tokens == len(cut)
+    assert (text_of(events, "b"), finished(events, "b").text) == ("okEN", "okEN")
+
+
 def test_a_full_cache_fails_the_step_once_and_never_feeds_its_tokens_twice() -> None:
     """The runner takes a step's tokens into its cache record and penalty history (and the prompt copy) before
     llama_decode says the cache is full. Feeding the same step again would apply them twice: the turns of that
