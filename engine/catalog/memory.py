@@ -120,21 +120,23 @@ def prompt_copy_wanted(config: ModelConfig, weights_on_gpu: bool, file_type: str
     if config.prompt_copy == "off":
         return False, ""
     if weights_on_gpu:
-        return False, "off (the weights are on the GPU)"
+        return False, "on the GPU, which reads them fast"
     if file_type.upper() in UNQUANTIZED_FILE_TYPES:
-        return False, "off (the weights are not quantized)"
+        return False, "with the model's own weights (they are not quantized: a copy would not be faster)"
     if config.prompt_copy == "on":
         return True, ""
     copy = PROMPT_COPY_BYTES_PER_PARAM * n_params
     if copy > PROMPT_COPY_AUTO_MAX_BYTES:
-        return False, (f"off (auto: the copy would take {format_bytes(copy)}; auto makes it only for models of up "
-                       f"to {format_bytes(PROMPT_COPY_AUTO_MAX_BYTES)} at full precision)")
+        return False, (f"at the usual speed: a faster F32 copy of this model would take {format_bytes(copy)}; Hearth "
+                       f"makes one by itself only up to {format_bytes(PROMPT_COPY_AUTO_MAX_BYTES)} (Settings: Prompt "
+                       "reading copy: on)")
     if copy > total_memory * PROMPT_COPY_AUTO_SHARE:
-        return False, "off (auto: the copy would take more than an eighth of the memory)"
+        return False, ("at the usual speed: a faster F32 copy would take more than an eighth of this computer's "
+                       "memory (Settings: Prompt reading copy: on)")
     installed = _llama_cpp_version()
     if installed and installed != PROMPT_COPY_LLAMA_CPP_VERSION:
-        return False, (f"off (auto: llama-cpp-python {installed} is installed; the copy was checked with "
-                       f"{PROMPT_COPY_LLAMA_CPP_VERSION})")
+        return False, (f"at the usual speed: the faster F32 copy was checked with llama-cpp-python "
+                       f"{PROMPT_COPY_LLAMA_CPP_VERSION}, and {installed} is installed")
     return True, ""
 
 

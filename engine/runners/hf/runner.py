@@ -102,12 +102,13 @@ class HfRunner:
         context = requested
         if self.trained_context_length and context > self.trained_context_length:
             context = self.trained_context_length
-            notes.append(f"context limited to the model's trained {context} tokens")
+            notes.append(f"The context was capped at {context:,} tokens per chat, the length this model was trained on.")
         window = getattr(text_config, "sliding_window", None)
         if isinstance(window, int) and 0 < window < context:
             # Our masks are full causal; beyond the window they would differ from the model's.
             context = window
-            notes.append(f"context limited to the model's sliding window of {window} tokens")
+            notes.append(f"The context was capped at {window:,} tokens per chat: this model only looks back that far "
+                         "(its sliding window).")
         return max(16, context)
 
     def _warm_up(self) -> None:
@@ -137,7 +138,8 @@ class HfRunner:
         device = str(self.device)
         attention = attention_label(self._attention, self.device, loaded.dtype)
         if attention == "SDPA (flash kernel)":
-            notes.append("steps serving several chats pass a mask, for which SDPA uses its memory-efficient kernel")
+            notes.append("While several chats are answered at once, attention runs on a slower kernel than for one "
+                         "chat alone (PyTorch's memory-efficient one, not flash). Answers are not affected.")
         if config.flash_attention == "auto":
             attention = chosen_by_auto(attention)
         if self.device.type == "cuda":

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import llama_cpp
 
-from engine.protocol import ModelConfig, ModelInfo
 from engine.catalog.memory import KV_BYTES_PER_ELEMENT
 from engine.catalog.model_files import known_name
+from engine.protocol import ModelConfig, ModelInfo
 from engine.runners.llamacpp.params import FLASH_ATTENTION
 
 _OFFLOADED = re.compile(r"offloaded (\d+)/(\d+) layers to GPU")

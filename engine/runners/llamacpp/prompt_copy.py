@@ -25,6 +25,7 @@ import ctypes
 import glob
 import hashlib
 import json
+import logging
 import os
 import shutil
 from dataclasses import dataclass
@@ -39,6 +40,8 @@ from engine.runners.llamacpp import seqstate
 from engine.runners.llamacpp.batch import free_handles, put_tokens
 from engine.runners.llamacpp.load import extra_buffers_usable, llama_log
 from engine.units import format_bytes
+
+log = logging.getLogger(__name__)
 
 COPY_TYPE = "F32"
 # Shorter chunks stay in the generating context, which reads them as fast: a prompt and its first token
@@ -208,7 +211,7 @@ class PromptReader:
         if length:
             state = seqstate.convert(seqstate.read(self._main, slot), self._layers, 1, 0, self._own_v_trans)
             if not seqstate.write(self.context, 0, state):
-                raise RunnerError(f"The prompt copy's cache refused chat {slot}'s {length} cells.")
+                raise _read_failed(f"the copy's cache refused chat {slot}'s {length} cells")
             llama_cpp.llama_memory_seq_rm(memory, 0, length, -1)
         self._held = _Held(slot, length, ahead=False)
 
@@ -220,7 +223,7 @@ class PromptReader:
         state = seqstate.convert(seqstate.read(self.context, 0), self._layers, self._streams, slot, self._main_v_trans)
         if not seqstate.write(self._main, slot, state):
             self._held = None
-            raise RunnerError(f"The generating context refused chat {slot}'s {held.length} cells from the prompt copy.")
+            raise _read_failed(f"the generating context refused chat {slot}'s {held.length} cells from the copy")
         held.ahead = False
 
     def forget(self, slot: int) -> None:
@@ -237,7 +240,7 @@ class PromptReader:
         if result == 1:
             raise CacheFull("The prompt copy's cache has no room for this chunk.")
         if result != 0:
-            raise RunnerError(f"llama.cpp failed to read {len(tokens)} prompt tokens with the copy (error {result}).")
+            raise _read_failed(f"llama_decode of {len(tokens)} prompt tokens in the copy returned {result}")
 
     def memory_bytes(self, kv_cache: int) -> int:
         """The copy's weights and its cache."""
@@ -247,6 +250,13 @@ class PromptReader:
     def close(self) -> None:
         free_handles(self._batch, self._context, self._model)
         self._batch, self._context, self._model = None, None, None
+
+
+def _read_failed(detail: str) -> RunnerError:
+    """The turn ends with what the user can do; what went wrong inside goes to the log."""
+    log.warning("reading a prompt with the F32 copy failed: %s", detail)
+    return RunnerError("Reading this chat's prompt with the faster F32 copy failed, so the answer stopped. Send it "
+                       "again; if it happens again, turn \"Prompt reading copy\" off in Settings.")
 
 
 def open_reader(

@@ -221,7 +221,8 @@ def test_auto_leaves_the_copy_off_for_a_1b_model_even_with_memory_to_spare() -> 
     one_b, gigabytes = 1_070_000_000, 1 << 30
     auto, on = (ModelConfig(path="m.gguf", prompt_copy=choice) for choice in ("auto", "on"))  # type: ignore[arg-type]
     use, why = prompt_copy_wanted(auto, False, "Q4_K_M", one_b, 256 * gigabytes)
-    assert use is False and why.startswith("off (auto: the copy would take 4.0 GiB") and "1.0 GiB" in why
+    assert use is False and why.startswith("at the usual speed: a faster F32 copy of this model would take 4.0 GiB")
+    assert "only up to 1.0 GiB (Settings: Prompt reading copy: on)" in why
     assert prompt_copy_wanted(on, False, "Q4_K_M", one_b, 256 * gigabytes) == (True, "")
     assert prompt_copy_wanted(auto, False, "Q4_1", 250_000_000, 256 * gigabytes)[0] is True  # 1.0e9 bytes: under 1 GiB
     model = dataclasses.replace(TOY_GGUF, n_params=one_b, quantization="Q4_K_M")
