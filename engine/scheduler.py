@@ -33,10 +33,7 @@ from engine.runners.base import Runner, RunnerError, SlotWork
 from engine.sequence import Sequence, Status, common_prefix_length
 from engine.slots import MIN_SHARED_PREFIX, Slot, SlotTable
 from engine.speculative import Speculator, StepCost, choose_drafts
-
-# While a prompt is being read, all drafts together take at most this share of what the
-# decode tokens leave of the step's budget, so guesses never crowd out a waiting chat.
-DRAFT_SHARE_BESIDE_PROMPTS = 0.25
+from engine.tuning import DRAFT_SHARE_BESIDE_PROMPTS
 
 
 class Scheduler:

@@ -7,37 +7,39 @@ and the free and total bytes engine/catalog/devices.py reads from the machine.
 from __future__ import annotations
 
 import dataclasses
-import functools
-import importlib.metadata
 from dataclasses import dataclass
 from typing import Literal
 
 from engine.catalog.description import ModelDescription
+from engine.catalog.prompt_copy_rule import (
+    PROMPT_COPY_BYTES_PER_PARAM,
+    prompt_copy_wanted,
+)
 from engine.protocol import ModelConfig
-from engine.tuning import PROMPT_COPY_AUTO_MAX_BYTES, PROMPT_COPY_AUTO_SHARE, PROMPT_COPY_LLAMA_CPP_VERSION
+
+# The calibration (runtime bytes, activations, the GPU's extras) and where it was measured: engine/tuning.py.
+from engine.tuning import (
+    ACTIVATION_FLOATS_PER_DIM,
+    CUDA_CONTEXT_BYTES,
+    HF_GPU_RESERVE_FRACTION,
+    HF_QUANT_RUNTIME_BYTES,
+    HF_RUNTIME_BYTES,
+    HF_TOKENIZER_BYTES_PER_TOKEN,
+    LLAMA_RUNTIME_BYTES,
+    TIGHT_FRACTION,
+)
 from engine.units import format_bytes
 
+__all__ = ["PROMPT_COPY_BYTES_PER_PARAM", "Estimate", "Level", "Verdict", "estimate", "prompt_copy_wanted",
+           "suggest", "verdict"]
 KV_BYTES_PER_ELEMENT = {"f16": 2.0, "q8_0": 34 / 32, "q4_0": 18 / 32}  # ggml block sizes
 DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "fp32": 4, "fp16": 2, "bf16": 2}
 # bitsandbytes: int8 keeps one fp32 scale per row (~0); 4-bit one fp32 absmax per 64 weights,
 # or with double quantization an 8-bit absmax plus one fp32 per 256 blocks
 QUANT_BYTES_PER_PARAM = {"int8": 1.0, "nf4": 0.5 + 4 / 64, "fp4": 0.5 + 4 / 64}
 DOUBLE_QUANT_BYTES_PER_PARAM = 0.5 + 1 / 64 + 4 / (64 * 256)
-# transformers, calibrated on the CPU against RSS growth (see _hf_overhead and tests/engine/catalog/test_memory_hf.py)
-HF_RUNTIME_BYTES = 42 << 20
-HF_QUANT_RUNTIME_BYTES = {"none": 0, "int8": 20 << 20, "nf4": 5 << 20, "fp4": 5 << 20}
-HF_TOKENIZER_BYTES_PER_TOKEN = {"hf": 307, "gguf": 670}  # a fast tokenizer; converted from a GGUF's vocabulary
-HF_GPU_RESERVE_FRACTION = 0.10  # torch's caching allocator holds more than it hands out: the usual figure
-# llama.cpp, calibrated against RSS on the CPU (see _llamacpp_overhead)
-LLAMA_RUNTIME_BYTES = 16 << 20
 LLAMA_UBATCH = 512  # llama.cpp's default micro-batch: n_ubatch = min(n_batch, 512)
-ACTIVATION_FLOATS_PER_DIM = 17
-CUDA_CONTEXT_BYTES = 400 << 20  # CUDA context + cuBLAS workspace: the usual figure, not measured here
 CONTEXT_STEP = 256
-TIGHT_FRACTION = 0.70  # more than this share of the device is "tight"
-# llama.cpp on the CPU reads long prompts with an F32 copy of a quantized file (runners/llamacpp/prompt_copy.py)
-PROMPT_COPY_BYTES_PER_PARAM = 4
-UNQUANTIZED_FILE_TYPES = {"F32", "F16", "BF16"}
 
 Level = Literal["fits", "tight", "does not fit"]
 
@@ -107,46 +109,6 @@ def estimate(model: ModelDescription, config: ModelConfig, *, has_gpu: bool, tot
     if config.backend == "llamacpp":
         return _estimate_llamacpp(model, config, on_gpu, total_memory)
     return dataclasses.replace(_estimate_hf(model, config, on_gpu), total_memory=total_memory)
-
-
-def prompt_copy_wanted(config: ModelConfig, weights_on_gpu: bool, file_type: str, n_params: int,
-                       total_memory: int) -> tuple[bool, str]:
-    """Whether llama.cpp reads long prompts with an F32 copy of the weights; why not, where not.
-
-    The runner and the estimate both ask here, so the memory shown is the memory taken. "auto" takes
-    the copy only where it was measured to pay (engine/tuning.py): a copy of at most 1 GiB (the
-    bundled model's is 538 MB) and an eighth of the RAM, with the llama-cpp-python version whose
-    cell format the copy was checked against."""
-    if config.prompt_copy == "off":
-        return False, ""
-    if weights_on_gpu:
-        return False, "on the GPU, which reads them fast"
-    if file_type.upper() in UNQUANTIZED_FILE_TYPES:
-        return False, "with the model's own weights (they are not quantized: a copy would not be faster)"
-    if config.prompt_copy == "on":
-        return True, ""
-    copy = PROMPT_COPY_BYTES_PER_PARAM * n_params
-    if copy > PROMPT_COPY_AUTO_MAX_BYTES:
-        return False, (f"at the usual speed: a faster F32 copy of this model would take {format_bytes(copy)}; Hearth "
-                       f"makes one by itself only up to {format_bytes(PROMPT_COPY_AUTO_MAX_BYTES)} (Settings: Prompt "
-                       "reading copy: on)")
-    if copy > total_memory * PROMPT_COPY_AUTO_SHARE:
-        return False, ("at the usual speed: a faster F32 copy would take more than an eighth of this computer's "
-                       "memory (Settings: Prompt reading copy: on)")
-    installed = _llama_cpp_version()
-    if installed and installed != PROMPT_COPY_LLAMA_CPP_VERSION:
-        return False, (f"at the usual speed: the faster F32 copy was checked with llama-cpp-python "
-                       f"{PROMPT_COPY_LLAMA_CPP_VERSION}, and {installed} is installed")
-    return True, ""
-
-
-@functools.lru_cache(maxsize=1)
-def _llama_cpp_version() -> str:
-    """The installed llama-cpp-python's version; "" where it is not installed (nothing to check)."""
-    try:
-        return importlib.metadata.version("llama-cpp-python")
-    except importlib.metadata.PackageNotFoundError:
-        return ""
 
 
 def kv_cache_bytes(model: ModelDescription, cells: int, bytes_per_element: float) -> int:

@@ -25,7 +25,13 @@ from engine.catalog.model_files import known_name
 from engine.chat_template import end_markers, render_chat
 from engine.detokenizer import OffsetDetokenizer
 from engine.protocol import ChatMessage, ModelConfig, ModelInfo, SamplingParams
-from engine.runners.base import PENALTY_LAST_N, CacheFull, Progress, RunnerError, SlotWork
+from engine.runners.base import (
+    PENALTY_LAST_N,
+    CacheFull,
+    Progress,
+    RunnerError,
+    SlotWork,
+)
 from engine.runners.hf.cache import SlotCache, StepPlan, build_plan, uses_varlen
 from engine.runners.hf.decode import StaticDecoder, choose_decode, is_decode_step
 from engine.runners.hf.load import Loaded, load

@@ -10,7 +10,10 @@ from pathlib import Path
 
 import llama_cpp
 
-from engine.catalog.memory import PROMPT_COPY_BYTES_PER_PARAM, prompt_copy_wanted
+from engine.catalog.prompt_copy_rule import (
+    PROMPT_COPY_BYTES_PER_PARAM,
+    prompt_copy_wanted,
+)
 from engine.protocol import ModelConfig, ModelInfo
 from engine.runners.base import Progress, RunnerError
 from engine.runners.llamacpp.info import kv_cache_bytes

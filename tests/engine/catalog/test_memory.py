@@ -233,12 +233,12 @@ def test_auto_leaves_the_copy_off_for_a_1b_model_even_with_memory_to_spare() -> 
 
 
 def test_auto_leaves_the_copy_off_with_another_llama_cpp_python(monkeypatch: pytest.MonkeyPatch) -> None:
-    from engine.catalog import memory
+    from engine.catalog import prompt_copy_rule
     from engine.tuning import PROMPT_COPY_LLAMA_CPP_VERSION
 
     auto = ModelConfig(path="m.gguf")
-    monkeypatch.setattr(memory, "_llama_cpp_version", lambda: "0.3.99")
+    monkeypatch.setattr(prompt_copy_rule, "_llama_cpp_version", lambda: "0.3.99")
     use, why = prompt_copy_wanted(auto, False, "Q4_1", 135_000_000, 64 << 30)
     assert use is False and "0.3.99" in why and PROMPT_COPY_LLAMA_CPP_VERSION in why
-    monkeypatch.setattr(memory, "_llama_cpp_version", lambda: PROMPT_COPY_LLAMA_CPP_VERSION)
+    monkeypatch.setattr(prompt_copy_rule, "_llama_cpp_version", lambda: PROMPT_COPY_LLAMA_CPP_VERSION)
     assert prompt_copy_wanted(auto, False, "Q4_1", 135_000_000, 64 << 30) == (True, "")
