@@ -25,9 +25,27 @@ run: $(STAMP)
 	@$(PY) -c "import sys; from app.misc.desktop_entry import is_freedesktop, is_installed; sys.exit(int(is_freedesktop() and not is_installed()))" || echo "Tip: $(VENV)/bin/hearth --install-desktop-entry adds Hearth to your application menu."
 	$(PY) -m app
 
-test: TORCH_FIRST = $(TEST_TORCH)
+# The suite in three tiers (tests/conftest.py says which test is in which); `make test` runs all of them.
+#   make test-fast    model-free: scheduler, slots, speculative, schemas, parsers, hub, widgets (~1 min)
+#   make test-models  the tests that load a real model (the bundled GGUF, tiny transformers models)
+#   make test-heavy   whole-tree checks: mypy and ruff, the PyInstaller bundle, the GPU dry run
+# PYTEST_ARGS passes more, e.g. `make test-fast PYTEST_ARGS="-k scheduler --durations=20"`.
+PYTEST = QT_QPA_PLATFORM=offscreen $(PY) -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
+PYTEST_ARGS ?=
+.PHONY: test-fast test-models test-heavy
+test test-fast test-models test-heavy: TORCH_FIRST = $(TEST_TORCH)
+
 test: $(VENV)/.test-installed
-	QT_QPA_PLATFORM=offscreen $(PY) -m pytest -q -p no:cacheprovider
+	$(PYTEST)
+
+test-fast: $(VENV)/.test-installed
+	$(PYTEST) -m "not slow and not heavy"
+
+test-models: $(VENV)/.test-installed
+	$(PYTEST) -m "slow and not heavy"
+
+test-heavy: $(VENV)/.test-installed
+	$(PYTEST) -m heavy
 
 bench: $(STAMP)
 	$(PY) -m engine.bench

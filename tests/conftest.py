@@ -1,13 +1,41 @@
-"""Shared fixtures: headless Qt, the real default model, and no leaked threads."""
+"""Shared fixtures: headless Qt, the real default model, no leaked threads, and the test tiers.
+
+Tiers (the Makefile's `test-fast`, `test-models`, `test-heavy`; `make test` runs all three):
+- model-free: no mark. Scheduler, slots, speculative, schemas, parsers, hub units, widgets on the
+  scripted bridge.
+- `slow`: loads a real model. Any test that asks for one of MODEL_FIXTURES (directly or through
+  another fixture) is marked here at collection, so a new test that uses them lands in this tier
+  without a mark of its own; a test that loads a model some other way carries `slow` itself.
+- `heavy`: a check of the whole tree or a whole program (mypy, the bundle, the GPU dry run).
+
+A model-free test that loads a model anyway fails with a sentence saying so (the loads are
+counted, not timed): the fast tier stays fast because nothing in it can load one.
+"""
 
 from __future__ import annotations
 
 import os
+import sys
 import threading
+from typing import Any, Callable, Iterator
 
 import pytest
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+# Fixtures that hand a test a real model (a path it will load, or a loaded runner behind them).
+MODEL_FIXTURES = frozenset({"default_model", "templateless_model", "tiny_model", "repeating_model"})
+TIER_MARKS = ("slow", "heavy")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if MODEL_FIXTURES & set(getattr(item, "fixturenames", ())) and item.get_closest_marker("slow") is None:
+            item.add_marker(pytest.mark.slow)
+
+
+def in_model_free_tier(item: pytest.Item) -> bool:
+    return not any(item.get_closest_marker(mark) is not None for mark in TIER_MARKS)
 
 
 @pytest.fixture(scope="session")
@@ -26,6 +54,44 @@ def cache_folder(tmp_path_factory: pytest.TempPathFactory) -> str:
     folder = str(tmp_path_factory.mktemp("cache"))
     os.environ["HEARTH_CACHE_DIR"] = folder
     return folder
+
+
+def _counting(loads: list[str], what: str, load: Callable[..., Any], loaded: Callable[[Any], bool]) -> Callable[..., Any]:
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        result = load(*args, **kwargs)
+        if loaded(result):
+            loads.append(what)
+        return result
+
+    return counted
+
+
+@pytest.fixture(autouse=True)
+def model_free_tests_load_no_model(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """A test without a tier mark that loads a GGUF through llama.cpp or weights through transformers fails:
+    it belongs in the model tier (ask for `default_model` / `tiny_model`, or mark it `slow`)."""
+    if not in_model_free_tier(request.node):
+        yield
+        return
+    loads: list[str] = []
+    try:
+        import llama_cpp
+        import llama_cpp.llama_cpp as bindings
+    except ImportError:  # the gguf extra is not installed: nothing here can load a GGUF
+        pass
+    else:
+        counted = _counting(loads, "a GGUF through llama.cpp", bindings.llama_model_load_from_file, bool)
+        monkeypatch.setattr(bindings, "llama_model_load_from_file", counted)
+        monkeypatch.setattr(llama_cpp, "llama_model_load_from_file", counted)
+    if "transformers" in sys.modules:  # imported by someone already: torch costs seconds, so not for this
+        from transformers import AutoModelForCausalLM
+
+        load = AutoModelForCausalLM.from_pretrained
+        monkeypatch.setattr(AutoModelForCausalLM, "from_pretrained",
+                            _counting(loads, "weights through transformers", load, lambda model: model is not None))
+    yield
+    assert not loads, (f"this test has no tier mark but loaded {', '.join(sorted(set(loads)))}: ask for the "
+                       "default_model or tiny_model fixture, or mark it @pytest.mark.slow (tests/conftest.py)")
 
 
 @pytest.fixture(autouse=True)

@@ -28,7 +28,16 @@ def test_a_fresh_make_test_pins_torch_before_the_hf_extra(tmp_path: Path) -> Non
     full = next(i for i, line in enumerate(lines) if '-e ".[gguf,hf,default-model,gpu,server,remote]"' in line)
     llama = next(i for i, line in enumerate(lines) if "pip-install-llama.sh" in line)
     assert pin < llama < full and "import torch" in lines[pin]  # a torch already there is kept
-    assert lines[-1].endswith("-m pytest -q -p no:cacheprovider")
+    assert "-m pytest -q -p no:cacheprovider" in lines[-1] and " -m " not in lines[-1].split("-m pytest", 1)[1]
+
+
+@pytest.mark.parametrize(("target", "selection"), [("test-fast", '-m "not slow and not heavy"'),
+                                                   ("test-models", '-m "slow and not heavy"'),
+                                                   ("test-heavy", "-m heavy")])
+def test_each_tier_runs_alone_on_the_same_set_up(tmp_path: Path, target: str, selection: str) -> None:
+    lines = plan(target, tmp_path / "venv")
+    assert any('"torch==2.13.0"' in line for line in lines) and any('-e ".[all,test]"' in line for line in lines)
+    assert "-m pytest -q -p no:cacheprovider" in lines[-1] and lines[-1].rstrip().endswith(selection)
 
 
 def test_make_run_installs_the_whole_app_without_a_torch_pin(tmp_path: Path) -> None:

@@ -11,9 +11,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.heavy  # the whole tree: about a minute
 def test_app_and_engine_are_mypy_clean() -> None:
     assert importlib.util.find_spec("mypy") is not None, "mypy is not installed: pip install -e '.[test]'"
     done = subprocess.run(

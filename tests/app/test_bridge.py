@@ -151,6 +151,7 @@ def test_restart_brings_back_a_working_engine(qtbot, bridge, default_model) -> N
     assert done.args[0].text != ""
 
 
+@pytest.mark.skipif(sys.version_info >= (3, 12), reason="True is immortal from Python 3.12: no count to use up")
 def test_many_emits_never_use_up_the_reference_count_of_true() -> None:
     """PySide6 6.12.0 on Python 3.11 drops a reference to True per emit; the bridge guards it."""
     from PySide6.QtCore import QObject, Signal

@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 BUILD_TIMEOUT_S = 1200
 RUN_TIMEOUT_S = 300
 
-pytestmark = [pytest.mark.bundle, pytest.mark.slow, pytest.mark.timeout(BUILD_TIMEOUT_S + RUN_TIMEOUT_S)]
+pytestmark = [pytest.mark.bundle, pytest.mark.heavy, pytest.mark.slow, pytest.mark.timeout(BUILD_TIMEOUT_S + RUN_TIMEOUT_S)]
 
 
 def _isolated_env(home: Path) -> dict[str, str]:

@@ -15,6 +15,7 @@ from engine.gpucheck.prepare import keep_member, strip_sdist
 REPO = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.heavy  # every step of the GPU check, each in its own process, with real (random-weight) models
 def test_the_dry_run_runs_every_step_on_cpu_stand_ins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("transformers")
     pytest.importorskip("llama_cpp")

@@ -229,6 +229,7 @@ def test_stream_buffer_joins_chunks_and_tracks_changes() -> None:
     assert buffer.end("a") == "Once upon" and "a" not in buffer and buffer.text("a") == ""
 
 
+@pytest.mark.skipif(sys.version_info >= (3, 12), reason="True is immortal from Python 3.12: no count to use up")
 def test_worker_emits_never_use_up_the_count_of_true() -> None:
     """PySide6 6.12.0 on Python 3.11 loses a reference to True per Signal.emit; the shared guard covers the worker."""
     from app.history.worker import HistoryWorker

@@ -114,11 +114,11 @@ def test_cancel_then_resume_and_the_status_bar_indicator(qtbot, dialog: GetModel
 def test_offline_is_said_at_once(qtbot, hub: StandInHub, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     downloads = DownloadManager()
-    started = time.monotonic()
     window = GetModelsDialog(downloads, CONFIG)
     qtbot.addWidget(window)
+    # said as the dialog opens (no wait for a reply): nothing was asked of the Hub
     assert window.status.text().startswith("Offline mode is on (HF_HUB_OFFLINE)")
-    assert time.monotonic() - started < 2 and hub.requests == [] and window.results.count() == 0
+    assert hub.requests == [] and window.results.count() == 0
     monkeypatch.delenv("HF_HUB_OFFLINE")
     hub.stop()
     window.search()
