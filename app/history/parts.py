@@ -35,9 +35,10 @@ def tool_calls_from_json(value: Any, where: str) -> tuple[ToolCall, ...]:
     calls = []
     for number, item in enumerate(value, 1):
         fields = [item.get(key) for key in ("id", "name", "arguments")] if isinstance(item, dict) else []
-        if len(fields) != 3 or not all(isinstance(field, str) for field in fields):
+        texts = [field for field in fields if isinstance(field, str)]
+        if len(texts) != 3:
             raise HistoryImportError(f"{where}: tool call {number} should have text \"id\", \"name\" and \"arguments\".")
-        calls.append(ToolCall(*fields))
+        calls.append(ToolCall(*texts))
     return tuple(calls)
 
 
