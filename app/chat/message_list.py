@@ -2,8 +2,9 @@
 
 Each card is a header (who, "< 1/2 >" among its alternatives, Edit, Delete,
 Copy), an answer's folded Thinking block (app/chat/thinking_block.py), a
-MessageBrowser with the Markdown, and a footer line for an answer's numbers. The list stays pinned to the bottom while text streams in, unless the
-user has scrolled up to read; a restored chat goes back to where it was read.
+MessageBrowser with the Markdown, and a footer line for an answer's numbers.
+The list stays pinned to the bottom while text streams in, unless the user has
+scrolled up to read; a restored chat goes back to where it was read.
 """
 
 from __future__ import annotations
