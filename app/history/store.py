@@ -307,7 +307,11 @@ class HistoryStore:
     # ------------------------------------------------------------ search, export, import
 
     def search(self, query: str, limit: int = 50) -> list[SearchHit]:
-        """Messages of every chat (open, closed, any branch) matching all words of `query`."""
+        """Messages of every chat (open, closed, any branch) whose text matches all words of `query`.
+
+        A reasoning model's thinking is not searched: it is folded away in the chat, so a hit
+        there would point at words the reader cannot see (app/history/schema.py, version 4).
+        """
         match = fts_query(query)
         if not match:
             return []
