@@ -138,8 +138,10 @@ class EngineBridge(QObject):
         self._loading = True
         self._send(LoadModel(config))
 
-    def submit(self, chat_id: str, messages: Sequence[ChatMessage], sampling: SamplingParams) -> None:
-        self._send(Submit(chat_id, tuple(messages), sampling))
+    def submit(self, chat_id: str, messages: Sequence[ChatMessage], sampling: SamplingParams,
+               template_options: tuple[tuple[str, str], ...] = ()) -> None:
+        """One turn; `template_options`: the chat template's variables (the chat's Think choice)."""
+        self._send(Submit(chat_id, tuple(messages), sampling, template_options=tuple(template_options)))
 
     def cancel(self, chat_id: str) -> None:
         self._send(Cancel(chat_id))

@@ -1,9 +1,10 @@
 """The conversation view of one tab: a scrolling list of message cards.
 
 Each card is a header (who, "< 1/2 >" among its alternatives, Edit, Delete,
-Copy), a MessageBrowser with the Markdown, and a footer line for an answer's
-numbers. The list stays pinned to the bottom while text streams in, unless the
-user has scrolled up to read; a restored chat goes back to where it was read.
+Copy), an answer's folded Thinking block (app/chat/thinking_block.py), a
+MessageBrowser with the Markdown, and a footer line for an answer's numbers.
+The list stays pinned to the bottom while text streams in, unless the user has
+scrolled up to read; a restored chat goes back to where it was read.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from PySide6.QtWidgets import (
 
 from app.chat.branch_bar import BranchBar
 from app.chat.markdown_view import MessageBrowser
+from app.chat.thinking_block import ThinkingBlock
 
 ROLE_TITLES = {"user": "You", "assistant": "Assistant", "system": "System", "error": "Error"}
 PIN_SLACK_PX = 8  # "at the bottom" tolerates a few pixels of rounding
@@ -44,23 +46,14 @@ class MessageCard(QFrame):
         self.title.setObjectName("messageRole")
         self.copy_button = QToolButton()
         self.copy_button.setText("Copy")
-        self.copy_button.setToolTip("Copy this message as Markdown")
+        self.copy_button.setToolTip("Copy the answer as Markdown (without its thinking)" if role == "assistant"
+                                    else "Copy this message as Markdown")
         self.copy_button.setAutoRaise(True)
         self.copy_button.clicked.connect(self.copy_text)
         self.branch_bar = BranchBar(self)
         self.edit_button = self._tool_button("Edit", "Edit this message and send it as a new branch", self.edit_requested)
         self.delete_button = self._tool_button("Delete", "Delete this message and everything below it", self.delete_requested)
-        self.thinking_button = QToolButton()
-        self.thinking_button.setCheckable(True)
-        self.thinking_button.setAutoRaise(True)
-        self.thinking_button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
-        self.thinking_button.setArrowType(Qt.ArrowType.RightArrow)
-        self.thinking_button.toggled.connect(self._on_thinking_toggled)
-        self.thinking = QLabel()
-        self.thinking.setProperty("role", "hint")
-        self.thinking.setWordWrap(True)
-        self.thinking.setTextFormat(Qt.TextFormat.PlainText)
-        self.thinking.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.thinking_block = ThinkingBlock(self)
         self.browser = MessageBrowser(self)
         self.browser.code_copy_requested.connect(self.copy_code)
         self.footer = QLabel()
@@ -68,8 +61,6 @@ class MessageCard(QFrame):
         self.footer.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.footer.hide()
         self._build_layout()
-        self.thinking_button.hide()
-        self.thinking.hide()
         # Only now: showing a widget that has no parent yet would open it as a window of its own.
         self.edit_button.setVisible(role == "user")
         self.delete_button.setVisible(role in ("user", "assistant"))
@@ -86,8 +77,7 @@ class MessageCard(QFrame):
         layout.setContentsMargins(10, 6, 10, 6)
         layout.setSpacing(2)
         layout.addLayout(header)
-        layout.addWidget(self.thinking_button)
-        layout.addWidget(self.thinking)
+        layout.addWidget(self.thinking_block)
         layout.addWidget(self.browser)
         layout.addWidget(self.footer)
 
@@ -106,15 +96,8 @@ class MessageCard(QFrame):
         return self.browser.markdown_text()
 
     def set_thinking(self, text: str) -> None:
-        """A reasoning model's thinking, collapsed under a "Thinking" toggle; never mixed into the answer."""
-        self.thinking.setText(text.strip())
-        self.thinking_button.setText(f"Thinking ({len(text.split())} words)")
-        self.thinking_button.setVisible(bool(text.strip()))
-        self.thinking.setVisible(bool(text.strip()) and self.thinking_button.isChecked())
-
-    def _on_thinking_toggled(self, shown: bool) -> None:
-        self.thinking_button.setArrowType(Qt.ArrowType.DownArrow if shown else Qt.ArrowType.RightArrow)
-        self.thinking.setVisible(shown and bool(self.thinking.text()))
+        """A reasoning model's thinking, folded under its "Thinking" header; never mixed into the answer."""
+        self.thinking_block.set_text(text)
 
     def set_footer(self, text: str) -> None:
         self.footer.setText(text)

@@ -5,13 +5,17 @@ a ~30 ms timer moves them into the view, so a fast model costs one repaint per
 tick, not one per token. A tab that is not visible just keeps its buffer and
 renders when it is shown again. A message's Edit button puts its text back in
 the input; sending it then replaces that message and everything below it (the
-history keeps the old branch as an alternative, "< 1/2 >").
+history keeps the old branch as an alternative, "< 1/2 >"). A reasoning model's
+thinking streams into the answer card's folded Thinking block on the same tick
+(app/chat/thinking_stream.py); the chat's Think setting sits beside the buttons
+(app/chat/think_control.py) and goes into each turn's Submit.
 """
 
 from __future__ import annotations
 
 import uuid
-from typing import Callable, Sequence
+from dataclasses import replace
+from typing import Any, Callable, Mapping, Sequence
 
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QKeyEvent, QShowEvent
@@ -20,6 +24,9 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, 
 from app.bridge import ChatMessage, EngineBridge, SamplingParams, TurnFinished
 from app.chat.message_actions import MessageActions
 from app.chat.message_list import MessageCard, MessageList
+from app.chat.stats_line import stats_line
+from app.chat.think_control import ThinkControl
+from app.chat.thinking_stream import ThinkingStream
 from app.chat.title import title_from_text, title_from_user
 
 FLUSH_INTERVAL_MS = 30
@@ -49,6 +56,7 @@ class ChatTab(QWidget):
     message_edited = Signal(str, int, str)  # ... and the new text; the edited message is `messages[index]` now
     messages_deleted = Signal(str, int)  # messages[index:] were removed
     branch_step_requested = Signal(str, int, int)  # ... and -1/+1: show the previous/next alternative
+    think_settings_changed = Signal(str, dict)  # chat_id, the Think choice and budget to store with the chat
 
     def __init__(
         self, bridge: EngineBridge, defaults: Defaults, title: str, parent: QWidget | None = None, chat_id: str = ""
@@ -61,11 +69,12 @@ class ChatTab(QWidget):
         self.answering = False
         self._bridge, self._defaults = bridge, defaults
         self._pending: list[str] = []
-        self._pending_reasoning: list[str] = []
         self._answer_text = ""
-        self._reasoning_text = ""
+        self.thinking = ThinkingStream()
+        self.last_reasoning_s = 0.0  # how long the last turn thought, as shown ("Thought for 12 s")
         self._answer_card: MessageCard | None = None
         self._dirty = False
+        self._thinking_dirty = False
         self._error_shown = False
         self._model_ready = False
         self._flush_timer = QTimer(self, interval=FLUSH_INTERVAL_MS)
@@ -92,6 +101,8 @@ class ChatTab(QWidget):
         self.regenerate_button = QPushButton("Regenerate")
         self.regenerate_button.clicked.connect(self.regenerate)
         self.cancel_edit_button = QPushButton("Cancel edit")
+        self.think_control = ThinkControl(self)
+        self.think_control.changed.connect(lambda settings: self.think_settings_changed.emit(self.chat_id, settings))
         self.message_actions = MessageActions(self, self.view, self.input, self.send_button, self.cancel_edit_button, self)
         self.message_actions.deleted.connect(self._on_messages_deleted)
         self.message_actions.branch_step_requested.connect(
@@ -99,6 +110,7 @@ class ChatTab(QWidget):
         buttons = QHBoxLayout()
         buttons.addWidget(self.reason, 10)
         buttons.addStretch(1)  # buttons keep their size when there is no reason to show
+        buttons.addWidget(self.think_control)
         for button in (self.cancel_edit_button, self.regenerate_button, self.stop_button, self.send_button):
             buttons.addWidget(button)
         layout = QVBoxLayout(self)
@@ -170,7 +182,7 @@ class ChatTab(QWidget):
         self.messages = [m for m in messages if m.role != "system"]
         self.view.clear()
         for message in self.messages:
-            self.view.add_card(message.role, message.content)
+            self.view.add_card(message.role, message.content).set_thinking(message.reasoning)
         self.view.scroll_to_bottom()
         self._update_buttons()
 
@@ -178,9 +190,15 @@ class ChatTab(QWidget):
         self.title_from_user = True
         self._set_title(title_from_user(title))
 
+    def set_think_settings(self, settings: Mapping[str, Any]) -> None:
+        """The chat's stored Think choice and budget (the history restoring it)."""
+        self.think_control.restore(settings)
+
     def set_model_ready(self, ready: bool, reason: str = "") -> None:
-        """Inputs work only with a model; otherwise say why, visibly."""
+        """Inputs work only with a model; otherwise say why, visibly. The Think setting follows the model."""
         self._model_ready = ready
+        info = self._bridge.model_info
+        self.think_control.set_capabilities(info.capabilities if ready and info is not None else ())
         self.input.setEnabled(ready)
         self.reason.setText(reason)
         self.reason.setVisible(bool(reason))
@@ -189,22 +207,24 @@ class ChatTab(QWidget):
     # ------------------------------------------------------------ engine events
 
     def on_token(self, text: str) -> None:
+        self.thinking.answer_started()
         self._pending.append(text)
 
     def on_reasoning(self, text: str) -> None:
-        """A reasoning model thinking aloud: collected into the answer's collapsed Thinking block."""
-        self._pending_reasoning.append(text)
+        """A reasoning model thinking aloud: streamed into the answer's folded Thinking block."""
+        self.thinking.append(text)
 
     def on_turn_finished(self, event: TurnFinished) -> None:
         self._flush()
-        text = event.text or self._answer_text
+        text, reasoning = event.text or self._answer_text, event.reasoning or self.thinking.text
         card, self._answer_card = self._answer_card, None
         if card is not None:
-            card.set_thinking(event.reasoning or self._reasoning_text)
-        if text and card is not None:
-            self.messages.append(ChatMessage("assistant", text))
+            cut_short = event.reason not in ("stop", "length", "tool_calls")
+            self.last_reasoning_s = self.thinking.finish(card.thinking_block, reasoning, event.stats, cut_short)
+        if (text or reasoning.strip()) and card is not None:  # a thinking stopped before its answer is kept too
+            self.messages.append(ChatMessage("assistant", text, reasoning))
             card.set_text(text)
-            card.set_footer(self._stats_line(event))
+            card.set_footer(stats_line(event))
             self.conversation_changed.emit(self.chat_id)
         elif card is not None:
             self.view.remove_card(card)
@@ -233,28 +253,33 @@ class ChatTab(QWidget):
         sampling, system_prompt = self._defaults()
         conversation = ([ChatMessage("system", system_prompt)] if system_prompt else []) + self.messages
         self._pending.clear()
-        self._pending_reasoning.clear()
-        self._answer_text = self._reasoning_text = ""
+        self._answer_text = ""
+        self.thinking.reset()
+        self.last_reasoning_s = 0.0
         self._error_shown = False
         self._hide_old_footers()
         self._answer_card = self.view.add_card("assistant", "…")
         self.view.scroll_to_bottom()
         self._set_answering(True)
-        self._bridge.submit(self.chat_id, conversation, sampling)
+        budget = self.think_control.reasoning_budget()
+        if budget is not None:
+            sampling = replace(sampling, reasoning_budget=budget)
+        self._bridge.submit(self.chat_id, conversation, sampling, template_options=self.think_control.template_options())
 
     def _flush(self) -> None:
-        if self._pending_reasoning:
-            self._reasoning_text += "".join(self._pending_reasoning)
-            self._pending_reasoning.clear()
-            self._dirty = True
+        self._thinking_dirty |= self.thinking.flush()
         if self._pending:
             self._answer_text += "".join(self._pending)
             self._pending.clear()
             self._dirty = True
-        if self._dirty and self.isVisible() and self._answer_card is not None:
-            self._answer_card.set_text(self._answer_text or ("…" if self._reasoning_text else ""))
-            self._answer_card.set_thinking(self._reasoning_text)
+        if not self.isVisible() or self._answer_card is None:
+            return
+        if self._dirty:
+            self._answer_card.set_text(self._answer_text or ("…" if self.thinking.text else ""))
             self._dirty = False
+        if self._thinking_dirty or self.thinking.thinking:  # the seconds count on while it thinks
+            self.thinking.show(self._answer_card.thinking_block)
+            self._thinking_dirty = False
 
     def showEvent(self, event: QShowEvent) -> None:  # noqa: N802 - Qt override
         super().showEvent(event)
@@ -288,21 +313,3 @@ class ChatTab(QWidget):
     def _set_title(self, title: str) -> None:
         self.title = title
         self.title_changed.emit(self.title)
-
-    def _stats_line(self, event: TurnFinished) -> str:
-        stats = event.stats
-        parts = [
-            f"{stats.generated_tokens} tokens",
-            f"{stats.decode_tokens_per_second:.1f} tok/s",
-            f"first token {stats.time_to_first_token_s * 1000:.0f} ms",
-            f"{stats.reused_tokens} of {stats.prompt_tokens} prompt tokens reused",
-        ]
-        if stats.acceptance is not None:
-            parts.append(f"{stats.acceptance:.0%} of {stats.drafted_tokens} drafted tokens accepted")
-        if event.reason == "cancelled":
-            parts.append("stopped")
-        elif event.reason == "length":
-            parts.append("reached the token limit")
-        elif event.reason == "interrupted":
-            parts.append("interrupted: Regenerate to answer again")
-        return " · ".join(parts)

@@ -9,8 +9,9 @@ both run on the GUI thread. A failed write without `on_error` is reported once b
 `error_occurred` until a later call succeeds.
 
 Streaming: `start_answer` (or `regenerate`) gives the answer's id;
-`append_streaming_text` only buffers, and a timer writes each answer that grew
-once a second; `finish_turn` writes the final text and numbers.
+`append_streaming_text` and `append_streaming_reasoning` (a reasoning model's
+thinking) only buffer, and a timer writes each answer that grew, text and
+thinking in one write, once a second; `finish_turn` writes the final parts and numbers.
 On startup connect `opened(StartupReport)` and `unavailable(message)`, then `start()`;
 on quit `close()` writes what is buffered and joins the thread.
 """
@@ -29,7 +30,7 @@ from app.history.records import Chat, ChatSnapshot, SearchHit, StoredMessage
 from app.history.store import HistoryStore, new_id
 from app.history.stream_buffer import StreamBuffer
 from app.history.worker import HistoryWorker, Request
-from engine.protocol import TurnFinished
+from engine.protocol import ToolCall, TurnFinished
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +64,8 @@ class HistoryClient(QObject):
         self._next_request = 0
         self._last_error = ""
         self._closed = False
-        self._buffer = StreamBuffer()
+        self._buffer = StreamBuffer()  # the answers' text
+        self._thinking = StreamBuffer()  # their reasoning, written with the text
         self.streaming_writes = 0  # how many coalesced streaming writes were sent
         self._flush_timer = QTimer(self)
         self._flush_timer.setInterval(flush_interval_ms)
@@ -151,6 +153,10 @@ class HistoryClient(QObject):
     def open_tab(self, chat_id: str) -> None:
         self._write(HistoryStore.open_tab, chat_id)
 
+    def update_chat_settings(self, chat_id: str, changes: dict[str, Any]) -> None:
+        """Merge into the chat's stored settings (its Think choice, ...)."""
+        self._write(HistoryStore.update_chat_settings, chat_id, dict(changes))
+
     def set_scroll_position(self, chat_id: str, position: float) -> None:
         self._write(HistoryStore.set_scroll_position, chat_id, position)
 
@@ -181,18 +187,29 @@ class HistoryClient(QObject):
         """An empty assistant message in state "streaming" under `parent_id`; returns its id."""
         message_id = new_id()
         self._write(HistoryStore.add_message, chat_id, "assistant", "", parent_id, "streaming", message_id)
-        self._buffer.begin(message_id)
+        self._begin(message_id)
         return message_id
 
     def regenerate(self, message_id: str) -> str:
         """A new empty alternative of an answer, streaming; returns its id."""
         new_message_id = new_id()
         self._write(HistoryStore.regenerate, message_id, new_message_id)
-        self._buffer.begin(new_message_id)
+        self._begin(new_message_id)
         return new_message_id
+
+    def _begin(self, message_id: str) -> None:
+        self._buffer.begin(message_id)
+        self._thinking.begin(message_id)
 
     def append_streaming_text(self, message_id: str, chunk: str) -> None:
         self._buffer.append(message_id, chunk)
+
+    def append_streaming_reasoning(self, message_id: str, chunk: str) -> None:
+        self._thinking.append(message_id, chunk)
+
+    def streamed_reasoning(self, message_id: str) -> str:
+        """What the model has thought for an answer so far ("" once it is finished)."""
+        return self._thinking.text(message_id) if message_id in self._thinking else ""
 
     def streamed_text(self, message_id: str) -> str:
         """What has streamed into an answer so far ("" once it is finished)."""
@@ -201,30 +218,42 @@ class HistoryClient(QObject):
     @Slot()
     def flush_streaming(self) -> None:
         """Write each answer that grew since the last flush (the timer calls this once a second)."""
-        for message_id, text in self._buffer.take_dirty():
+        texts, thoughts = dict(self._buffer.take_dirty()), dict(self._thinking.take_dirty())
+        for message_id in {**thoughts, **texts}:  # one write per answer, whichever part grew
             self.streaming_writes += 1
-            self._write(HistoryStore.update_streaming_text, message_id, text)
+            self._write(HistoryStore.update_streaming_text, message_id, texts.get(message_id), thoughts.get(message_id))
 
     def finish_answer(self, message_id: str, text: str | None = None, state: str = "complete", *,
                       prompt_tokens: int | None = None, generated_tokens: int | None = None,
-                      timings: dict[str, Any] | None = None, finish_reason: str | None = None) -> None:
-        """The last write of an answer; text None: what was streamed."""
+                      timings: dict[str, Any] | None = None, finish_reason: str | None = None,
+                      reasoning: str | None = None, tool_calls: tuple[ToolCall, ...] = ()) -> None:
+        """The last write of an answer; text or reasoning None: what was streamed."""
         streamed = self._buffer.end(message_id) if message_id in self._buffer else None
+        thought = self._thinking.end(message_id) if message_id in self._thinking else None
         self._write(HistoryStore.finish_message, message_id, streamed if text is None else text, state,
-                    prompt_tokens, generated_tokens, timings, finish_reason)
+                    prompt_tokens, generated_tokens, timings, finish_reason,
+                    thought if reasoning is None else reasoning, tool_calls)
 
-    def finish_turn(self, message_id: str, finished: TurnFinished) -> None:
-        """finish_answer from the engine's TurnFinished (reason, text, stats)."""
+    def finish_turn(self, message_id: str, finished: TurnFinished, reasoning_s: float = 0.0) -> None:
+        """finish_answer from the engine's TurnFinished (reason, text, thinking, stats).
+
+        `reasoning_s`: how long the thinking took as the window measured it, kept where the stats have
+        none (a remote server does not say), so a restored "Thought for 12 s" says what the live one said.
+        """
         stats = dataclasses.asdict(finished.stats)
         prompt_tokens, generated_tokens = stats.pop("prompt_tokens", None), stats.pop("generated_tokens", None)
+        if not stats.get("reasoning_s") and reasoning_s > 0:
+            stats["reasoning_s"] = reasoning_s
         state = "interrupted" if finished.reason in _INTERRUPTED_REASONS else "complete"
         text = finished.text or None  # an error may come with no text: keep what streamed
         self.finish_answer(message_id, text, state, prompt_tokens=prompt_tokens, generated_tokens=generated_tokens,
-                           timings=stats, finish_reason=finished.reason)
+                           timings=stats, finish_reason=finished.reason, reasoning=finished.reasoning or None,
+                           tool_calls=finished.tool_calls)
 
     def discard_answer(self, message_id: str) -> None:
-        """An answer that never got any text: neither buffered nor stored."""
+        """An answer that never got any text nor thinking: neither buffered nor stored."""
         self._buffer.end(message_id)
+        self._thinking.end(message_id)
         self.delete_message(message_id)
 
     # ------------------------------------------------------------ reads: on_done(result) on the GUI thread

@@ -3,9 +3,12 @@
 The JSON is the OpenAI chat format: top-level "model" and "messages" (the
 active branch as role/content pairs), plus "title" and "settings". A "hearth"
 object carries what that format cannot hold (every branch, states, token
-counts, timings), so our own export imports back without loss; any other
-OpenAI-style messages file imports as one straight branch. `parse_import`
-checks the whole file before anything is written.
+counts, timings, tool calls), so our own export imports back without loss; any
+other OpenAI-style messages file imports as one straight branch. A reasoning
+model's thinking is the field "reasoning" of a message in both (an import also
+reads llama-server's "reasoning_content"); in Markdown it is a folded
+<details> block above the answer. `parse_import` checks the whole file before
+anything is written.
 """
 
 from __future__ import annotations
@@ -17,7 +20,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from app.history.parts import text_field, tool_calls_from_json, tool_calls_to_json
 from app.history.records import ROLES, STATES, ChatSnapshot, HistoryImportError, StoredMessage, active_path
+from engine.protocol import ToolCall
 
 FORMAT_VERSION = 1
 MAX_IMPORT_BYTES = 200 * 1024 * 1024
@@ -37,6 +42,10 @@ class ImportedMessage:
     timings: dict[str, Any] = field(default_factory=dict)
     finish_reason: str | None = None
     active_child_key: str | None = None
+    reasoning: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str = ""
+    tool_name: str = ""
 
 
 @dataclass(frozen=True)
@@ -57,7 +66,7 @@ def export_json(snapshot: ChatSnapshot) -> str:
     chat = snapshot.chat
     document = {
         "model": chat.model,
-        "messages": [{"role": m.role, "content": m.text} for m in snapshot.path()],
+        "messages": [_openai_record(m) for m in snapshot.path()],
         "title": chat.title,
         "settings": chat.settings,
         "hearth": {
@@ -69,6 +78,14 @@ def export_json(snapshot: ChatSnapshot) -> str:
         },
     }
     return json.dumps(document, ensure_ascii=False, indent=2)
+
+
+def _openai_record(message: StoredMessage) -> dict[str, Any]:
+    """role and content, and the thinking only where there is some (other readers expect the bare pair)."""
+    record: dict[str, Any] = {"role": message.role, "content": message.text}
+    if message.reasoning:
+        record["reasoning"] = message.reasoning
+    return record
 
 
 def _message_record(message: StoredMessage) -> dict[str, Any]:
@@ -84,6 +101,10 @@ def _message_record(message: StoredMessage) -> dict[str, Any]:
         "timings": message.timings,
         "finish_reason": message.finish_reason,
         "active_child_id": message.active_child_id,
+        "reasoning": message.reasoning,
+        "tool_calls": tool_calls_to_json(message.tool_calls),
+        "tool_call_id": message.tool_call_id,
+        "tool_name": message.tool_name,
     }
 
 
@@ -98,10 +119,19 @@ def export_markdown(snapshot: ChatSnapshot) -> str:
     stamp = datetime.fromtimestamp(chat.created).strftime("%Y-%m-%d %H:%M")
     lines += [f"Started: {stamp}", ""]
     for message in snapshot.path():
-        lines += [f"## {message.role.capitalize()}", "", message.text.rstrip(), ""]
+        lines += [f"## {message.role.capitalize()}", ""] + _thinking_markdown(message.reasoning)
+        lines += [message.text.rstrip(), ""]
         if message.state != "complete":
             lines += [f"*({message.state})*", ""]
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _thinking_markdown(reasoning: str) -> list[str]:
+    """A folded block (GitHub and most viewers fold <details>); blank lines let Markdown render inside it."""
+    if not reasoning.strip():
+        return []
+    body = reasoning.strip().replace("</details>", "&lt;/details>")  # the thinking cannot close the block early
+    return ["<details><summary>Thinking</summary>", "", body, "", "</details>", ""]
 
 
 # ---------------------------------------------------------------- import
@@ -159,7 +189,9 @@ def _openai_message(item: Any, index: int, source: str) -> ImportedMessage:
     role = item.get("role")
     if role not in ROLES:
         raise HistoryImportError(f"{where} has role {role!r}; Hearth imports only system, user and assistant messages.")
-    return ImportedMessage(str(index), str(index - 1) if index > 1 else None, role, _content(item.get("content"), where))
+    reasoning = text_field(item, "reasoning", where) or text_field(item, "reasoning_content", where)
+    return ImportedMessage(str(index), str(index - 1) if index > 1 else None, role, _content(item.get("content"), where),
+                           reasoning=reasoning)
 
 
 def _content(content: Any, where: str) -> str:
@@ -208,7 +240,9 @@ def _tree_message(item: Any, where: str, seen: set[str]) -> ImportedMessage:
         "interrupted" if state == "streaming" else state,  # nothing streams into an imported chat
         _number(item.get("created"), f"{where}: \"created\""),
         _count(item.get("prompt_tokens"), where), _count(item.get("generated_tokens"), where),
-        timings, finish, child,
+        timings, finish, child, text_field(item, "reasoning", where),
+        tool_calls_from_json(item.get("tool_calls"), where), text_field(item, "tool_call_id", where),
+        text_field(item, "tool_name", where),
     )
 
 

@@ -14,6 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from engine.protocol import ToolCall
+
 Role = Literal["system", "user", "assistant"]
 MessageState = Literal["complete", "streaming", "interrupted"]
 ROLES: tuple[str, ...] = ("system", "user", "assistant")
@@ -74,6 +76,10 @@ class StoredMessage:
     timings: dict[str, Any] = field(default_factory=dict)  # treat as read-only
     finish_reason: str | None = None
     active_child_id: str | None = None
+    reasoning: str = ""  # a reasoning model's thinking before `text`, stored apart from it
+    tool_calls: tuple[ToolCall, ...] = ()  # the calls this answer made
+    tool_call_id: str = ""  # a tool message: the call it answers
+    tool_name: str = ""  # ... and that tool's name
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from app.history.import_export import ImportedChat
+from app.history.parts import dump_tool_calls, load_tool_calls
 from app.chat.title import title_from_text
 from app.history.records import Chat, HistoryError, StoredMessage
 
@@ -18,7 +19,7 @@ CHAT_COLUMNS = (
 )
 MESSAGE_COLUMNS = (
     "id, chat_id, parent_id, role, text, state, created, prompt_tokens, generated_tokens, "
-    "timings, finish_reason, active_child_id"
+    "timings, finish_reason, active_child_id, reasoning, tool_calls, tool_call_id, tool_name"
 )
 
 
@@ -39,7 +40,8 @@ def message_from_row(row: sqlite3.Row) -> StoredMessage:
     return StoredMessage(
         row["id"], row["chat_id"], row["parent_id"], row["role"], row["text"], row["state"], row["created"],
         row["prompt_tokens"], row["generated_tokens"], json.loads(row["timings"]), row["finish_reason"],
-        row["active_child_id"],
+        row["active_child_id"], row["reasoning"], load_tool_calls(row["tool_calls"]), row["tool_call_id"],
+        row["tool_name"],
     )
 
 
@@ -84,8 +86,9 @@ def insert_imported(db: sqlite3.Connection, parsed: ImportedChat, chat_id: str, 
     )
     for index, m in enumerate(parsed.messages):
         db.execute(
-            f"INSERT INTO messages ({MESSAGE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            f"INSERT INTO messages ({MESSAGE_COLUMNS}) VALUES ({', '.join('?' * 16)})",
             (ids[m.key], chat_id, ids[m.parent_key] if m.parent_key else None, m.role, m.text, m.state,
              m.created if m.created is not None else now + index * 1e-6, m.prompt_tokens, m.generated_tokens,
-             dump_json(m.timings), m.finish_reason, ids.get(m.active_child_key or "")),
+             dump_json(m.timings), m.finish_reason, ids.get(m.active_child_key or ""), m.reasoning,
+             dump_tool_calls(m.tool_calls), m.tool_call_id, m.tool_name),
         )

@@ -75,7 +75,49 @@ _V3 = (
     "INSERT INTO messages_fts(messages_fts) VALUES ('rebuild')",
 )
 
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3)
+# Version 4: the parts of a message besides its text: a reasoning model's thinking, the tool calls an
+# answer made (JSON: [{"id", "name", "arguments"}]) and, for a "tool" message (a new role), the call it
+# answers. A CHECK cannot be altered in SQLite, so the table is rebuilt: the old one is renamed away,
+# the rows are copied with their seq (the FTS index points at it, so it stays valid), the old one
+# dropped. The triggers go first (a rename would rewrite them) and come back on the new table. Search
+# keeps indexing the answer text only: the thinking is folded away, and an update of it (every second
+# while a model thinks) never touches the index.
+_MESSAGE_COLUMNS_V3 = (
+    "seq, id, chat_id, parent_id, role, text, prompt_tokens, generated_tokens, timings, state, created,"
+    " active_child_id, finish_reason"
+)
+_V4 = (
+    "DROP TRIGGER messages_fts_insert",
+    "DROP TRIGGER messages_fts_delete",
+    "DROP TRIGGER messages_fts_update",
+    "ALTER TABLE messages RENAME TO messages_v3",
+    """CREATE TABLE messages (
+        seq INTEGER PRIMARY KEY,
+        id TEXT NOT NULL UNIQUE,
+        chat_id TEXT NOT NULL REFERENCES chats(id),
+        parent_id TEXT REFERENCES messages(id),
+        role TEXT NOT NULL CHECK (role IN ('system', 'user', 'assistant', 'tool')),
+        text TEXT NOT NULL DEFAULT '',
+        prompt_tokens INTEGER,
+        generated_tokens INTEGER,
+        timings TEXT NOT NULL DEFAULT '{}',
+        state TEXT NOT NULL DEFAULT 'complete'
+            CHECK (state IN ('complete', 'streaming', 'interrupted')),
+        created REAL NOT NULL,
+        active_child_id TEXT,
+        finish_reason TEXT,
+        reasoning TEXT NOT NULL DEFAULT '',
+        tool_calls TEXT NOT NULL DEFAULT '[]',
+        tool_call_id TEXT NOT NULL DEFAULT '',
+        tool_name TEXT NOT NULL DEFAULT ''
+    )""",
+    f"INSERT INTO messages ({_MESSAGE_COLUMNS_V3}) SELECT {_MESSAGE_COLUMNS_V3} FROM messages_v3 ORDER BY seq",
+    "DROP TABLE messages_v3",
+    "CREATE INDEX messages_by_chat ON messages(chat_id, seq)",
+    "CREATE INDEX messages_by_parent ON messages(parent_id)",
+) + _V3[1:4]  # the same three triggers as version 3, on the new table
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3, _V4)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -11,6 +11,7 @@ a sibling, and the chat remembers which branch is active (app/history/records.py
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import time
 import uuid
@@ -33,6 +34,7 @@ from app.history.records import (
     SearchHit,
     StoredMessage,
 )
+from app.history.parts import dump_tool_calls
 from app.history.rows import (
     CHAT_COLUMNS,
     MESSAGE_COLUMNS,
@@ -45,6 +47,7 @@ from app.history.rows import (
     point_to,
     user_message_count,
 )
+from engine.protocol import ToolCall
 
 __all__ = ["HistoryError", "HistoryStore", "default_database_path", "new_id"]
 
@@ -158,6 +161,14 @@ class HistoryStore:
         with self._write("remember the scroll position") as db:
             db.execute("UPDATE chats SET scroll_position = ? WHERE id = ?", (float(position), chat_id))
 
+    def update_chat_settings(self, chat_id: str, changes: dict[str, Any]) -> None:
+        """Merge `changes` into the chat's own settings (the Think choice, ...); other keys stay."""
+        with self._write("save the chat's settings") as db:
+            row = db.execute("SELECT settings FROM chats WHERE id = ?", (chat_id,)).fetchone()
+            if row is not None:
+                merged = {**json.loads(row[0]), **changes}
+                db.execute("UPDATE chats SET settings = ? WHERE id = ?", (dump_json(merged), chat_id))
+
     def rename_chat(self, chat_id: str, title: str) -> None:
         title = title_from_user(title)
         with self._write("rename the chat") as db:
@@ -220,23 +231,26 @@ class HistoryStore:
             raise HistoryError(f"The message {message_id} is not in the history (was it deleted?).", "missing")
         return message_from_row(rows[0])
 
-    def update_streaming_text(self, message_id: str, text: str) -> bool:
-        """Save the answer so far; False when the message is no longer streaming."""
+    def update_streaming_text(self, message_id: str, text: str | None, reasoning: str | None = None) -> bool:
+        """Save the answer and its thinking so far (None: unchanged); False when it is no longer streaming."""
         with self._write("save the answer so far") as db:
-            cursor = db.execute("UPDATE messages SET text = ? WHERE id = ? AND state = 'streaming'", (text, message_id))
+            cursor = db.execute("UPDATE messages SET text = COALESCE(?, text), reasoning = COALESCE(?, reasoning)"
+                                " WHERE id = ? AND state = 'streaming'", (text, reasoning, message_id))
             return cursor.rowcount > 0
 
     def finish_message(self, message_id: str, text: str | None = None, state: str = "complete",
                        prompt_tokens: int | None = None, generated_tokens: int | None = None,
-                       timings: dict[str, Any] | None = None, finish_reason: str | None = None) -> None:
-        """The answer is done (or stopped): its final text, state and numbers."""
+                       timings: dict[str, Any] | None = None, finish_reason: str | None = None,
+                       reasoning: str | None = None, tool_calls: tuple[ToolCall, ...] = ()) -> None:
+        """The answer is done (or stopped): its final text and thinking (None: as streamed), state and numbers."""
         if state not in STATES:
             raise HistoryError(f"Unknown message state {state!r}.", "other")
         with self._write("save the answer") as db:
             cursor = db.execute(
-                "UPDATE messages SET text = COALESCE(?, text), state = ?, prompt_tokens = ?, generated_tokens = ?,"
-                " timings = ?, finish_reason = ? WHERE id = ?",
-                (text, state, prompt_tokens, generated_tokens, dump_json(timings or {}), finish_reason, message_id),
+                "UPDATE messages SET text = COALESCE(?, text), reasoning = COALESCE(?, reasoning), state = ?,"
+                " prompt_tokens = ?, generated_tokens = ?, timings = ?, finish_reason = ?, tool_calls = ? WHERE id = ?",
+                (text, reasoning, state, prompt_tokens, generated_tokens, dump_json(timings or {}), finish_reason,
+                 dump_tool_calls(tool_calls), message_id),
             )
             if cursor.rowcount == 0:
                 raise HistoryError(f"The message {message_id} is not in the history (was it deleted?).", "missing")
@@ -293,7 +307,11 @@ class HistoryStore:
     # ------------------------------------------------------------ search, export, import
 
     def search(self, query: str, limit: int = 50) -> list[SearchHit]:
-        """Messages of every chat (open, closed, any branch) matching all words of `query`."""
+        """Messages of every chat (open, closed, any branch) whose text matches all words of `query`.
+
+        A reasoning model's thinking is not searched: it is folded away in the chat, so a hit
+        there would point at words the reader cannot see (app/history/schema.py, version 4).
+        """
         match = fts_query(query)
         if not match:
             return []

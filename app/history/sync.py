@@ -7,7 +7,9 @@ tokens and finished turns) to the `on_*` methods. With each tab's own
 The stored ids of the messages a tab shows are kept here, parallel to
 `tab.messages`, so a new message knows its parent. On startup the stored open
 tabs replace the empty first tab; answers a crash cut short come back with an
-"(interrupted)" note and Regenerate. Storage problems show in `label` (placed in
+"(interrupted)" note and Regenerate. A reasoning model's thinking is stored with
+its answer as it streams, and comes back folded ("Thought for 12 s"); each chat's
+Think choice is stored in its settings. Storage problems show in `label` (placed in
 the status bar) while the chats stay in memory. Branches, edits, deletes and
 scroll positions are app/history/branches.py's part.
 """
@@ -24,7 +26,8 @@ from app.bridge import ChatMessage, TurnFinished
 from app.chat.tab import ChatTab
 from app.history.branches import BranchKeeper
 from app.history.client import HistoryClient
-from app.history.records import ChatSnapshot, StoredMessage
+from app.history.records import ChatSnapshot
+from app.history.restored_cards import INTERRUPTED_NOTE, show_stored_notes
 from app.history.worker import StartupReport
 
 
@@ -46,7 +49,7 @@ class TabHost(Protocol):
         """What a new chat is stored with: the model's name and the sampling settings."""
 
 
-INTERRUPTED_NOTE = "(interrupted) — Regenerate to answer again"
+__all__ = ["INTERRUPTED_NOTE", "HistoryUI", "TabHost"]
 
 
 class HistoryUI(QObject):
@@ -123,6 +126,7 @@ class HistoryUI(QObject):
         finally:
             self._restoring = restoring
         tab.title_from_user = not snapshot.chat.title_auto
+        tab.set_think_settings(snapshot.chat.settings)
         self.render(tab, snapshot)
         self.branches.show_positions(snapshot)
         self.branches.restore_scroll(tab, snapshot)
@@ -130,16 +134,11 @@ class HistoryUI(QObject):
 
     def render(self, tab: ChatTab, snapshot: ChatSnapshot) -> None:
         """Show the chat's active branch in the tab."""
-        path = [m for m in snapshot.path() if m.role != "system" and (m.text or m.role == "user")]
-        tab.set_conversation([ChatMessage(m.role, m.text) for m in path])
+        path = [m for m in snapshot.path() if m.role != "system" and (m.text or m.reasoning or m.role == "user")]
+        tab.set_conversation([ChatMessage(m.role, m.text, m.reasoning) for m in path])  # type: ignore[arg-type]
         self._ids[tab.chat_id] = [m.id for m in path]
         self._states.update({m.id: m.state for m in path})
-        self._mark_interrupted(tab, path)
-
-    def _mark_interrupted(self, tab: ChatTab, path: list[StoredMessage]) -> None:
-        for card, message in zip(tab.view.cards(), path):
-            if message.state != "complete":
-                card.set_footer(INTERRUPTED_NOTE)
+        show_stored_notes(tab, path)
 
     def select(self, chat_id: str | None) -> bool:
         tab = self.tab(chat_id) if chat_id else None
@@ -161,6 +160,7 @@ class HistoryUI(QObject):
         tab.conversation_changed.connect(self._on_conversation_changed)
         self.branches.attach(tab)
         tab.title_changed.connect(lambda title, tab=tab: self._on_title_changed(tab, title))
+        tab.think_settings_changed.connect(self.client.update_chat_settings)
         if self._restoring:
             return
         model, settings = self.host.chat_record()
@@ -215,15 +215,21 @@ class HistoryUI(QObject):
         if (answer := self._answer_id(chat_id)) is not None:
             self.client.append_streaming_text(answer, text)
 
+    def on_reasoning(self, chat_id: str, text: str) -> None:
+        """A reasoning model's thinking: stored with its answer as it streams, like the text."""
+        if (answer := self._answer_id(chat_id)) is not None:
+            self.client.append_streaming_reasoning(answer, text)
+
     def on_turn_finished(self, event: TurnFinished) -> None:
         answer = self._answers.pop(event.chat_id, None)
         if answer is None:
             return
-        if not (event.text or self.client.streamed_text(answer)):  # the tab shows no answer: keep none either
+        shown = event.text or event.reasoning or self.client.streamed_text(answer) or self.client.streamed_reasoning(answer)
+        ids, tab = self._ids.get(event.chat_id), self.tab(event.chat_id)
+        if not shown:  # the tab shows no answer: keep none either
             self.client.discard_answer(answer)
         else:
-            self.client.finish_turn(answer, event)
-            ids, tab = self._ids.get(event.chat_id), self.tab(event.chat_id)
+            self.client.finish_turn(answer, event, tab.last_reasoning_s if tab is not None else 0.0)
             if ids is not None and tab is not None and len(ids) < len(tab.messages):
                 ids.append(answer)
         if event.chat_id in self._ids:
@@ -294,8 +300,8 @@ class HistoryUI(QObject):
         tabs = []
         for tab in self.host.chat_tabs():
             ids = self._ids.get(tab.chat_id, [])
-            messages = [{"role": m.role, "text": m.content, "state": self._states.get(i, "complete")}
-                        for m, i in zip(tab.messages, ids)]
+            messages = [{"role": m.role, "text": m.content, "reasoning": m.reasoning,
+                         "state": self._states.get(i, "complete")} for m, i in zip(tab.messages, ids)]
             notes = [card.footer.text() for card in tab.view.cards()]
             tabs.append({"chat_id": tab.chat_id, "title": tab.title, "messages": messages,
                          "regenerate_enabled": tab.regenerate_button.isEnabled(), "notes": notes})

@@ -119,6 +119,7 @@ class MainWindow(QMainWindow):
         self.tabs.currentChanged.connect(lambda *_: history.save_tabs())
         bridge.turn_started.connect(lambda event: history.on_turn_started(event.chat_id))
         bridge.token_received.connect(history.on_token)
+        bridge.reasoning_received.connect(history.on_reasoning)
         bridge.turn_finished.connect(history.on_turn_finished)
 
     # ------------------------------------------------------------ tabs (the history's TabHost too)

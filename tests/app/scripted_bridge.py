@@ -27,7 +27,7 @@ class ScriptedBridge(QObject):
     """Records what the window asks for; the test says what the engine answers."""
 
     token_received = Signal(str, str)
-    reasoning_received = Signal(str, str)  # the remote backend's thinking; this bridge never sends any
+    reasoning_received = Signal(str, str)  # a reasoning model's thinking (`think`, `answer(reasoning=...)`)
     turn_started = Signal(object)
     turn_finished = Signal(object)
     stats_updated = Signal(object)
@@ -44,6 +44,7 @@ class ScriptedBridge(QObject):
         self.loading = False
         self.running = False
         self.submitted: list[tuple[str, tuple[ChatMessage, ...], SamplingParams]] = []
+        self.template_options: list[tuple[tuple[str, str], ...]] = []  # each submit's, in the same order
         self.cancelled: list[str] = []
         self.closed: list[str] = []
 
@@ -55,8 +56,10 @@ class ScriptedBridge(QObject):
     def load_model(self, config: ModelConfig) -> None:
         self.model_config, self.loading = config, True
 
-    def submit(self, chat_id: str, messages: Sequence[ChatMessage], sampling: SamplingParams) -> None:
+    def submit(self, chat_id: str, messages: Sequence[ChatMessage], sampling: SamplingParams,
+               template_options: tuple[tuple[str, str], ...] = ()) -> None:
         self.submitted.append((chat_id, tuple(messages), sampling))
+        self.template_options.append(tuple(template_options))
 
     def cancel(self, chat_id: str) -> None:
         self.cancelled.append(chat_id)
@@ -79,12 +82,25 @@ class ScriptedBridge(QObject):
         self.loading, self.model_info = False, info
         self.model_loaded.emit(info)
 
-    def answer(self, chat_id: str, *chunks: str, reason: str = "stop") -> None:
-        """One whole turn: started, each chunk as a token, finished with their text."""
+    def answer(self, chat_id: str, *chunks: str, reason: str = "stop", reasoning: Sequence[str] = (),
+               stats: TurnStats = NO_STATS) -> None:
+        """One whole turn: started, each thinking chunk, each chunk as a token, finished with their text."""
         self.turn_started.emit(TurnStarted(chat_id, prompt_tokens=10, reused_tokens=0))
+        self.think(chat_id, *reasoning)
         for chunk in chunks:
             self.token_received.emit(chat_id, chunk)
-        self.turn_finished.emit(TurnFinished(chat_id, reason, NO_STATS, "".join(chunks)))  # type: ignore[arg-type]
+        self.finish(chat_id, "".join(chunks), "".join(reasoning), reason, stats)
+
+    def think(self, chat_id: str, *chunks: str) -> None:
+        """Thinking chunks of the turn under way (a turn_started comes first: `begin_turn`, or `answer`)."""
+        for chunk in chunks:
+            self.reasoning_received.emit(chat_id, chunk)
+
+    def begin_turn(self, chat_id: str) -> None:
+        self.turn_started.emit(TurnStarted(chat_id, prompt_tokens=10, reused_tokens=0))
+
+    def finish(self, chat_id: str, text: str, reasoning: str = "", reason: str = "stop", stats: TurnStats = NO_STATS) -> None:
+        self.turn_finished.emit(TurnFinished(chat_id, reason, stats, text, reasoning=reasoning))  # type: ignore[arg-type]
 
     def stats(self, **changes: object) -> None:
         values: dict[str, object] = dict(tokens_per_second=0.0, chat_tokens_per_second=(), slots_busy=0,

@@ -115,6 +115,27 @@ def test_streaming_text_is_coalesced_then_finished(qtbot, started, db_path: Path
     assert saved.timings["decode_tokens_per_second"] == 100.0 and client.streaming_writes == 1
 
 
+def test_thinking_streams_with_the_text_in_one_write_per_flush_and_is_finished(qtbot, started, db_path: Path) -> None:
+    client, _ = started
+    chat_id = client.create_chat()
+    answer = client.start_answer(chat_id, client.add_message(chat_id, "user", "Think"))
+    for i in range(100):
+        client.append_streaming_reasoning(answer, f"t{i} ")
+    client.flush_streaming()
+    _result(qtbot, client.chat, chat_id)
+    saved = _stored(db_path, answer)
+    assert (saved.text, saved.reasoning, saved.state) == ("", "".join(f"t{i} " for i in range(100)), "streaming")
+    client.append_streaming_reasoning(answer, "end.")
+    client.append_streaming_text(answer, "Answer")
+    client.flush_streaming()  # both parts grew: still one write
+    assert client.streaming_writes == 2 and client.streamed_reasoning(answer).endswith("end.")
+    client.finish_turn(answer, TurnFinished(chat_id, "stop", TurnStats(1, 0, 2, 0.1, 1.0, 1.0)), reasoning_s=4.5)
+    _result(qtbot, client.chat, chat_id)
+    saved = _stored(db_path, answer)
+    assert (saved.text, saved.reasoning.endswith("t99 end."), saved.timings["reasoning_s"]) == ("Answer", True, 4.5)
+    assert client.streamed_reasoning(answer) == ""  # finished: nothing buffered any more
+
+
 def test_the_timer_writes_streaming_text_by_itself(qtbot, db_path: Path) -> None:
     client, _ = _start(qtbot, db_path, flush_interval_ms=50)
     try:

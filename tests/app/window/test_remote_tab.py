@@ -8,7 +8,7 @@ import pytest
 
 from app.settings import secrets
 from app.settings.store import Settings
-from tests.app.helpers import answer_text, send_and_wait
+from tests.app.helpers import answer_text, send_and_wait, wait_restored
 from tests.engine.remote.sse_server import WORDS, FakeServer
 
 KEY = "sk-window-test"
@@ -57,15 +57,36 @@ def test_a_tab_chats_with_the_remote_server_and_the_gauge_says_remote(qtbot, rem
     assert server.record.requests[-1][1]["Authorization"] == f"Bearer {KEY}"
 
 
-def test_thinking_is_shown_apart_and_collapsed(qtbot, remote_window) -> None:  # type: ignore[no-untyped-def]
+def test_thinking_is_shown_apart_folded_and_restored_after_a_restart(qtbot, remote_window) -> None:  # type: ignore[no-untyped-def]
+    from app.window.mainwindow import MainWindow
+
     tab = remote_window.current_tab()
     assert send_and_wait(qtbot, tab, "scenario: reasoning") == "The answer is 4."
     card = [card for card in tab.view.cards() if card.role == "assistant"][-1]
-    assert card.thinking_button.text() == "Thinking (6 words)" and not card.thinking_button.isHidden()
-    assert card.thinking.isHidden() and card.thinking.text() == "Two plus two: that makes four."
-    card.thinking_button.click()
-    assert not card.thinking.isHidden()
+    block = card.thinking_block
+    assert block.header().startswith("Thought for ") and not block.isHidden()  # measured here: the server says nothing
+    assert block.body.isHidden() and block.text() == "Two plus two: that makes four."
+    block.toggle.click()
+    assert not block.body.isHidden() and block.body.text() == "Two plus two: that makes four."
     assert "Two plus two" not in answer_text(tab)
+    assert tab.messages[-1].reasoning == "Two plus two: that makes four."
+    header, chat_id = block.header(), tab.chat_id
+    remote_window.close()  # the remote turn's thinking is stored now, not just shown
+
+    again = MainWindow()
+    qtbot.addWidget(again)
+    with qtbot.waitSignal(again.bridge.model_loaded, timeout=30_000):
+        again.show()
+    try:
+        wait_restored(qtbot, again)
+        restored = again.current_tab()
+        assert restored.chat_id == chat_id
+        assert [(m.content, m.reasoning) for m in restored.messages][-1] == (
+            "The answer is 4.", "Two plus two: that makes four.")
+        restored_block = [c for c in restored.view.cards() if c.role == "assistant"][-1].thinking_block
+        assert restored_block.header() == header and restored_block.text() == "Two plus two: that makes four."
+    finally:
+        again.close()
 
 
 def test_a_dropped_stream_keeps_the_partial_answer_marked_interrupted(qtbot, remote_window) -> None:  # type: ignore[no-untyped-def]

@@ -182,6 +182,20 @@ def reasoning(handler: Handler, _: int) -> None:
     handler.end()
 
 
+def slow_reasoning(handler: Handler, _: int) -> None:
+    """A thought every 50 ms, 400 of them, then the answer: long enough to be killed mid-thinking."""
+    handler.start_stream()
+    try:
+        for index in range(400):
+            handler.event(chunk(reasoning_content=f" t{index}"))
+            time.sleep(0.05)
+        handler.event(chunk("Done thinking."))
+        handler.event(chunk(finish="stop"))
+        handler.end()
+    except OSError:  # the client went away (killed)
+        handler.server.record.closed_early += 1
+
+
 def busy_then_ok(handler: Handler, count: int) -> None:
     if count == 1:
         handler.send_response(429)
@@ -216,7 +230,7 @@ def silent_after_first(handler: Handler, _: int) -> None:
 
 SCENARIOS: dict[str, Callable[[Handler, int], None]] = {
     "slow": slow, "missing-done": missing_done, "finish-without-done": finish_without_done, "garbage": garbage,
-    "error": error_mid_stream, "reasoning": reasoning, "busy-then-ok": busy_then_ok, "dropped": dropped,
+    "error": error_mid_stream, "reasoning": reasoning, "slow-reasoning": slow_reasoning, "busy-then-ok": busy_then_ok, "dropped": dropped,
     "html": html_page, "never-answers": never_answers, "silent-after-first": silent_after_first,
 }
 
