@@ -45,7 +45,8 @@ def table(result: dict[str, Any]) -> str:
         lines.append(f"long prompts: {result['prompt_reading']}")
     if "runs" in result:
         lines += _engine_lines(result)
-    lines += _speculative_lines(result)
+    if "speculative" in result:  # the local backends measure drafts; a remote server's are its own business
+        lines += _speculative_lines(result)
     if "memory" in result:
         memory = result["memory"]
         estimate = f"estimated {memory['estimated_bytes'] / 2**20:.0f} MiB, " if "estimated_bytes" in memory else ""

@@ -70,6 +70,9 @@ def make_window(qtbot, default_model: str) -> Iterator[Callable[..., object]]:  
 
     def make(wait_for_model: bool = True, max_new_tokens: int = 24, **settings: object) -> MainWindow:
         settings.setdefault("threads", 1)  # the GUI and other jobs share this machine's 2 cores
+        # no F32 copy for long prompts: each window would prepare and check one at load, and how long
+        # prompts are read is the engine tests' business (test_prompt_copy.py, test_engine_llamacpp.py)
+        settings.setdefault("prompt_copy", "off")
         stored = Settings.load()
         for key, value in settings.items():
             stored.set(f"model.{key}", value)

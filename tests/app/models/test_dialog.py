@@ -6,7 +6,6 @@ model is then loaded by the real engine through the bridge, and answers.
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest

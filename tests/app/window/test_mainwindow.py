@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 
 from PySide6.QtCore import Qt, QUrl
 from PySide6.QtGui import QGuiApplication
@@ -27,6 +28,8 @@ def test_input_is_disabled_with_a_reason_until_the_model_is_loaded(qtbot, make_w
 
 def test_two_tabs_answer_at_the_same_time(qtbot, make_window) -> None:
     window = make_window()
+    # every answer runs to its 24 tokens: interleaving is counted on tokens the model cannot cut short
+    window.default_sampling = replace(window.default_sampling, ignore_eos=True)
     order: list[str] = []
     finished: dict[str, str] = {}
     window.bridge.token_received.connect(lambda chat, _text: order.append(chat))
@@ -136,10 +139,10 @@ def test_an_error_for_one_chat_shows_in_its_tab_only(qtbot, make_window) -> None
     assert second.view.cards()[-1].text() == "GPU on fire" and len(errors) == 1
 
 
-def test_markdown_renders_and_copy_buttons_copy(qtbot, make_window) -> None:
+def test_markdown_renders_and_copy_buttons_copy(qtbot, scripted_window) -> None:
     from app.bridge import ChatMessage
 
-    window = make_window(wait_for_model=False)
+    window = scripted_window()  # a conversation set by hand: no model needed
     tab = window.current_tab()
     answer = "Here:\n\n```python\ndef add(a, b):\n    return a + b\n```\n\nUse **add**. <b>raw</b>"
     tab.set_conversation([ChatMessage("user", "code please"), ChatMessage("assistant", answer)])
@@ -153,8 +156,9 @@ def test_markdown_renders_and_copy_buttons_copy(qtbot, make_window) -> None:
     assert QGuiApplication.clipboard().text() == "def add(a, b):\n    return a + b"
 
 
-def test_enter_sends_and_shift_enter_adds_a_line(qtbot, make_window) -> None:
-    window = make_window()
+def test_enter_sends_and_shift_enter_adds_a_line(qtbot, scripted_window) -> None:
+    window = scripted_window()
+    window.activateWindow()
     tab = window.current_tab()
     qtbot.keyClicks(tab.input, "first line")
     qtbot.keyClick(tab.input, Qt.Key.Key_Return, Qt.KeyboardModifier.ShiftModifier)
@@ -163,12 +167,14 @@ def test_enter_sends_and_shift_enter_adds_a_line(qtbot, make_window) -> None:
     qtbot.keyClick(tab.input, Qt.Key.Key_Return)
     assert tab.input.toPlainText() == "" and tab.answering
     assert tab.messages[0].content == "first line\nsecond line" and window.tabs.tabText(0) == "first line"  # the first line, as the store titles it
-    qtbot.waitUntil(lambda: not tab.answering, timeout=60_000)
+    chat_id, messages, _ = window.bridge.submitted[-1]
+    assert chat_id == tab.chat_id and messages[-1].content == "first line\nsecond line"
+    window.bridge.answer(tab.chat_id, "Both lines ", "arrived.")
+    assert not tab.answering and tab.messages[-1].content == "Both lines arrived."
 
 
-def test_tabs_open_close_rename_and_switch_from_the_keyboard(qtbot, make_window) -> None:
-    window = make_window(wait_for_model=False)
-    window.show()
+def test_tabs_open_close_rename_and_switch_from_the_keyboard(qtbot, scripted_window) -> None:
+    window = scripted_window()  # tabs and keys: no model needed
     window.activateWindow()
     qtbot.waitUntil(window.isActiveWindow)  # shortcuts go to the active window only
     tabs = window.tabs

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -201,9 +202,47 @@ print(json.dumps({"after_load": loaded - before, "after_steps": used - before}))
 """
 
 
+RSS_BAND = 0.20  # 2x the 10% this machine kept to: another CPU repacks and pages in differently
+BUFFER = re.compile(r"(?:model buffer size|llama_kv_cache: size) =\s+([0-9.]+) MiB")
+
+
+def _buffers(lines: list[str]) -> list[tuple[str, float]]:
+    """llama.cpp's own sizes of what it allocated, in the order it logged them (one context after another)."""
+    return [("kv" if "kv_cache" in line else "weights", float(match.group(1)))
+            for line in lines if (match := BUFFER.search(line))]
+
+
+def test_the_estimate_has_llama_cpps_own_buffer_sizes(default_model: str) -> None:
+    """The parts llama.cpp reports exactly (weights, repacked or mapped; KV cache; the prompt copy's) are
+    the estimate's to the byte, give or take the log's two decimals: deterministic on every CPU."""
+    from engine.runners.llamacpp.load import llama_log
+    from engine.runners.llamacpp.runner import LlamaCppRunner
+
+    config = ModelConfig(path=default_model, prompt_copy="on")
+    mark = llama_log().mark()
+    runner = LlamaCppRunner.load(config, lambda fraction, message: None, lambda: False)
+    try:
+        logged, info = _buffers(llama_log().since(mark)), runner.info
+    finally:
+        runner.close()
+    result = estimate(describe(default_model), config)
+    kv_at = [index for index, (kind, _) in enumerate(logged) if kind == "kv"]
+    assert len(kv_at) == 2, logged  # the generating context, then the prompt copy's
+    generating, copy = logged[: kv_at[0] + 1], logged[kv_at[0] + 1 : kv_at[1] + 1]
+    weights = sum(size for kind, size in generating if kind == "weights")
+    assert result.weights_bytes / MiB == pytest.approx(weights, abs=0.02) and weights > 80
+    assert result.kv_cache_bytes / MiB == pytest.approx(generating[-1][1], abs=0.01) == info.kv_cache_bytes / MiB
+    copy_buffers = sum(size for _, size in copy)  # its F32 weights and its one chat's cache
+    assert copy_buffers * MiB <= result.prompt_copy_bytes <= copy_buffers * MiB + result.overhead_bytes
+    assert info.prompt_copy_bytes / MiB == pytest.approx(copy_buffers, abs=0.05)  # what Model details shows
+
+
 @pytest.mark.slow
-def test_estimate_is_within_ten_percent_of_measured_rss(default_model: str) -> None:
-    """Bytes, not time: the process's resident memory growth when the engine loads the default model."""
+def test_estimate_is_near_the_measured_rss(default_model: str) -> None:
+    """Bytes, not time: the process's resident memory growth when the engine loads the default model.
+
+    RSS counts what the allocator and the kernel decide (which pages of the mapped file and of the
+    compute buffers were touched), so the band is wide; the exact parts are the test above's."""
     root = Path(__file__).resolve().parents[3]
     run = subprocess.run([sys.executable, "-c", MEASURE, default_model], cwd=root, capture_output=True,
                          text=True, timeout=300, check=False)
@@ -211,8 +250,8 @@ def test_estimate_is_within_ten_percent_of_measured_rss(default_model: str) -> N
     measured = json.loads(run.stdout.strip().splitlines()[-1])
     result: Estimate = estimate_here(describe(default_model), ModelConfig(path=default_model), has_gpu=False)
     print(f"estimated {result.total_bytes:,} bytes; measured {measured}")
-    assert abs(result.total_bytes - measured["after_steps"]) <= 0.10 * measured["after_steps"]
-    assert abs(result.total_bytes - measured["after_load"]) <= 0.10 * measured["after_load"]
+    assert abs(result.total_bytes - measured["after_steps"]) <= RSS_BAND * measured["after_steps"]
+    assert abs(result.total_bytes - measured["after_load"]) <= RSS_BAND * measured["after_load"]
 
 
 def test_auto_leaves_the_copy_off_for_a_1b_model_even_with_memory_to_spare() -> None:

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from engine.quantcheck.__main__ import main
+from engine.quantcheck.answers import is_right
 from engine.quantcheck.check import CheckSpec, ModelSpec, run_check
 from engine.quantcheck.errors import Cancelled, CheckError, TokenizerMismatch
 from engine.quantcheck.inputs import Question, builtin_text
@@ -92,7 +93,11 @@ def test_the_model_against_itself_agrees_everywhere_and_answers_the_same(default
     assert same.ppl == pytest.approx(report.reference.ppl, rel=1e-9) and abs(same.delta_ppl) < 1e-6
     assert result.answers_same_fraction == 1.0 and all(q.similarity == 1.0 for q in result.questions)
     capital, primes = result.questions
-    assert "Paris" in capital.answer and capital.right and capital.reference_right
+    # Scored alike on both sides, whatever the model says: the expected word decides, not this test
+    # (on an AMD EPYC this model answers "La femme de France, ..." where an Intel VM says "Paris").
+    assert capital.answer == capital.reference_answer != "" and capital.same
+    assert isinstance(capital.right, bool) and capital.right is capital.reference_right is is_right(capital.answer,
+                                                                                                   questions[0])
     assert primes.answer == primes.reference_answer and primes.json_ok is primes.reference_json is not None
     assert capital.json_ok is None and capital.reference_json is None  # not a JSON question
     assert report.reference.cost.tok_s > 0 and result.cost.memory_bytes > 0

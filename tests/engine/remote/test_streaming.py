@@ -144,17 +144,18 @@ def test_an_html_page_is_not_an_openai_server(engine: EngineHarness, server: Fak
 
 def test_a_server_that_never_answers_times_out_with_a_message(engine: EngineHarness, server: FakeServer) -> None:
     connect(engine, remote(server.url, first_token_timeout_s=1.0))
-    started = time.monotonic()
-    finished = ask(engine, "tab", "scenario: never-answers")
+    finished = ask(engine, "tab", "scenario: never-answers")  # the server would hold it for 30 s
     assert finished.reason == "error" and "took the request but sent nothing for 1 s" in finished.message
-    assert time.monotonic() - started < 10
+    assert finished.text == "" and server.record.counts["never-answers"] == 1  # given up, not asked again
 
 
 def test_a_stall_after_the_first_token_interrupts(engine: EngineHarness, server: FakeServer) -> None:
-    connect(engine, remote(server.url, stall_timeout_s=0.5))
+    # the server never sends a second chunk, so any stall limit ends it the same way; 1 s leaves a busy
+    # machine room to deliver the first one
+    connect(engine, remote(server.url, stall_timeout_s=1.0))
     finished = ask(engine, "tab", "scenario: silent-after-first")
     assert (finished.reason, finished.text) == ("interrupted", "One")
-    assert "sent nothing for 0.5 s, so the answer was taken as cut off" in finished.message
+    assert "sent nothing for 1 s, so the answer was taken as cut off" in finished.message
 
 
 def test_stop_closes_the_stream_and_the_next_turn_starts_at_once(engine: EngineHarness, server: FakeServer) -> None:

@@ -17,19 +17,52 @@ CONTEXT = 1024
 BATCH = 64  # small prompt chunks: a long prompt takes many steps, so a disconnect can land in the middle
 
 
+Match = Callable[[str, object], bool]  # (kind "command" | "event", the message)
+HOLD_LIMIT_S = 60.0  # a hold that is never released lets the engine go on: the test fails, it does not hang
+
+
 @dataclass
 class Tap:
-    """Every command and event of the host, with the engine's step count when it passed."""
+    """Every command and event of the host, with the engine's step count when it passed.
+
+    `hold(at, until)`: the engine thread stops in the event that matches `at` (taps run on it before
+    the clients see the event) until a record matching `until` has come, so a test can make the
+    engine wait for another thread (the server noticing a hang-up) instead of racing it.
+    """
 
     records: list[tuple[str, object, int, float]] = field(default_factory=list)
     condition: threading.Condition = field(default_factory=threading.Condition)
+    holds: list[tuple[Match, Match]] = field(default_factory=list)
+    held: list[tuple[object, int]] = field(default_factory=list)  # (the event, the step) where it held
 
     def __call__(self, kind: str, message: object, steps: int) -> None:
         with self.condition:
             self.records.append((kind, message, steps, time.perf_counter()))
+            held = next((hold for hold in self.holds if kind == "event" and hold[0](kind, message)), None)
+            if held is not None:
+                self.holds.remove(held)
+                self.held.append((message, steps))
             self.condition.notify_all()
+            if held is not None:
+                start = len(self.records)
+                self.condition.wait_for(lambda: any(held[1](k, m) for k, m, _, _ in self.records[start:]),
+                                        HOLD_LIMIT_S)
 
-    def wait(self, predicate: Callable[[str, object], bool], timeout: float = 120.0,
+    def hold(self, at: Match, until: Match) -> None:
+        with self.condition:
+            self.holds.append((at, until))
+
+    def release_all(self) -> None:
+        with self.condition:
+            self.holds.clear()
+            self.held.clear()
+
+    def wait_held(self, timeout: float = 120.0) -> tuple[object, int]:
+        with self.condition:
+            assert self.condition.wait_for(lambda: self.held, timeout), "the engine never reached the hold"
+            return self.held[-1]
+
+    def wait(self, predicate: Match, timeout: float = 120.0,
              after: int = 0) -> tuple[str, object, int, float]:
         deadline = time.monotonic() + timeout
         with self.condition:
