@@ -23,6 +23,7 @@ STUB_PYTHON = """#!/bin/sh
 echo "$* | CMAKE_ARGS=$CMAKE_ARGS" >> "$STUB_LOG"
 case "$*" in
   "-c import llama_cpp") exit 1 ;;
+  *importlib.metadata*) exit 1 ;;
   *"pypi_cuda.py install"*) exit "${TOOLKIT_RC:-0}" ;;
   *pypi_cuda.py*) exec "$REAL_PYTHON" "$@" ;;
   "-m pip install"*)

@@ -73,6 +73,7 @@ def test_percentiles_interpolate() -> None:
     assert bench.percentile([5.0], 0.99) == 5.0
 
 
+@pytest.mark.slow
 def test_hf_bench_reports_generate_and_generate_batch_baselines(tmp_path: Path) -> None:
     pytest.importorskip("transformers")
     from tests.engine.runners.hf.tiny_hf import build_tiny_llama
