@@ -24,6 +24,8 @@ from engine.protocol import (
     ChatError,
     CloseChat,
     Command,
+    Embed,
+    Embedded,
     EngineError,
     EngineStats,
     Event,
@@ -131,6 +133,8 @@ class EngineLoop:
             self._load(command)
         elif isinstance(command, Submit):
             self._submit(command)
+        elif isinstance(command, Embed):
+            self._emit(self._embed(command))
         elif isinstance(command, Cancel):
             if work is not None:
                 self._emit_all(work.cancel(command.chat_id))
@@ -156,6 +160,19 @@ class EngineLoop:
         self._emit_all(self._scheduler.submit(command.chat_id, prompt, command.sampling))
         if any(sequence.chat_id == command.chat_id for sequence in self._scheduler.waiting):
             self._emit(TurnQueued(command.chat_id, len(prompt)))
+
+    def _embed(self, command: Embed) -> Embedded:
+        """Vectors from the loaded model, between two steps (they are short: one forward pass per text)."""
+        embed = getattr(self._runner, "embed", None)
+        if self._remote is not None or (self._runner is not None and embed is None):
+            return Embedded(command.chat_id, message="The model's backend does not make embeddings.")
+        if embed is None:
+            return Embedded(command.chat_id, message="No model is loaded yet.")
+        try:
+            vectors, counts = embed(command.texts)
+        except RunnerError as error:
+            return Embedded(command.chat_id, message=str(error))
+        return Embedded(command.chat_id, tuple(map(tuple, vectors)), tuple(counts))
 
     def _refuse(self, chat_id: str, message: str) -> None:
         self._emit(ChatError(chat_id, message))

@@ -182,6 +182,16 @@ class Submit:
 
 
 @dataclass(frozen=True)
+class Embed:
+    """Turn texts into vectors with the loaded model (the API's /v1/embeddings); Embedded answers.
+
+    `chat_id` is the request's own id: the answer is routed to its client as a chat's events are."""
+
+    chat_id: str
+    texts: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class Cancel:
     chat_id: str
 
@@ -198,7 +208,7 @@ class Shutdown:
     pass
 
 
-Command = Union[LoadModel, Submit, Cancel, CloseChat, Shutdown]
+Command = Union[LoadModel, Submit, Embed, Cancel, CloseChat, Shutdown]
 
 # ---------------------------------------------------------------- events
 
@@ -319,6 +329,16 @@ class TurnFinished:
 
 
 @dataclass(frozen=True)
+class Embedded:
+    """The answer to Embed: one unit-length vector per text and its token count, or why there are none."""
+
+    chat_id: str
+    vectors: tuple[tuple[float, ...], ...] = ()
+    token_counts: tuple[int, ...] = ()
+    message: str = ""  # not empty: no vectors, and this says why (the backend cannot, a text is too long)
+
+
+@dataclass(frozen=True)
 class ChatError:
     """Something went wrong for one chat only; the others go on."""
 
@@ -364,6 +384,7 @@ Event = Union[
     ToolCallArguments,
     Logprobs,
     TurnFinished,
+    Embedded,
     ChatError,
     EngineStats,
     EngineError,

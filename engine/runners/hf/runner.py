@@ -27,6 +27,7 @@ from engine.protocol import ChatMessage, ModelConfig, ModelInfo, SamplingParams
 from engine.runners.base import PENALTY_LAST_N, CacheFull, Progress, RunnerError, SlotWork
 from engine.runners.hf.cache import SlotCache, StepPlan, build_plan, uses_varlen
 from engine.runners.hf.decode import StaticDecoder, choose_decode, is_decode_step
+from engine.runners.hf.embeddings import embed
 from engine.runners.hf.load import Loaded, load
 from engine.runners.hf.quant import attention_label, chosen_by_auto
 from engine.runners.hf.sampling import SlotSampler
@@ -328,6 +329,14 @@ class HfRunner:
             logits = self.model(input_ids=ids, use_cache=False).logits[0, :-1].float()
         picked = torch.log_softmax(logits, dim=-1).gather(1, ids[0, 1:, None])
         return [float(x) for x in picked[:, 0].tolist()]
+
+    def embed(self, texts: Sequence[str]) -> tuple[list[list[float]], list[int]]:
+        """Each text's unit-length vector (mean of the last hidden states) and its token count."""
+        if self.model is None:
+            raise RunnerError("The model was closed.")
+        token_lists = [encode_prompt(self.tokenizer, text, self._bos_wanted) for text in texts]
+        vectors = [embed(self.model, self.device, tokens, self.context_length) for tokens in token_lists]
+        return vectors, [len(tokens) for tokens in token_lists]
 
     def close(self) -> None:
         if self._decoder is not None:

@@ -23,6 +23,7 @@ from engine.protocol import ChatMessage, ModelConfig, ModelInfo, SamplingParams
 from engine.runners.base import PENALTY_LAST_N, CacheFull, LoadCancelled, Progress, RunnerError, SlotWork
 from engine.runners.llamacpp.batch import free_handles, put_tokens
 from engine.runners.llamacpp.cells import copy_sequence
+from engine.runners.llamacpp.embeddings import LlamaEmbedder
 from engine.runners.llamacpp.info import build_info, chat_template, kv_cache_bytes, placement
 from engine.runners.llamacpp.load import check_config, check_file, create_context, llama_log, load_model
 from engine.runners.llamacpp.params import GenerationThreads, context_params
@@ -74,6 +75,7 @@ class LlamaCppRunner:
         self._drops_tails = not (llama_cpp.llama_model_is_recurrent(model) or llama_cpp.llama_model_is_hybrid(model))
         self.can_draft = self._drops_tails
         self.splits_uneven_steps = True  # one stream per chat (params.py): llama.cpp's split_equal
+        self._embedder: LlamaEmbedder | None = None  # its own context, made on the first embedding
 
     @classmethod
     def load(cls, config: ModelConfig, progress: Progress, cancelled: Callable[[], bool]) -> LlamaCppRunner:
@@ -321,9 +323,23 @@ class LlamaCppRunner:
             for token in prompt[-PENALTY_LAST_N:]:
                 llama_cpp.llama_sampler_accept(chain, token)
 
+    # ------------------------------------------------------------ embeddings
+
+    def embed(self, texts: Sequence[str]) -> tuple[list[list[float]], list[int]]:
+        """Each text's unit-length mean-pooled vector and its token count (embeddings.py)."""
+        if self._model is None:
+            raise RunnerError("The model was closed.")
+        if self._embedder is None:
+            self._embedder = LlamaEmbedder(self._model, self.context_length, self._threads[1])
+        token_lists = [self._tokens(text, add_special=True) for text in texts]
+        return [self._embedder.embed(tokens) for tokens in token_lists], [len(tokens) for tokens in token_lists]
+
     # ------------------------------------------------------------ the end
 
     def close(self) -> None:
+        if self._embedder is not None:
+            self._embedder.close()
+            self._embedder = None
         for slot in list(self._samplers):
             self._free_sampler(slot)
         if self._reader is not None:
