@@ -21,9 +21,12 @@ import time
 from collections import deque
 from dataclasses import replace
 
+from engine.constraints import ConstraintError, check
 from engine.protocol import (
+    Constraint,
     Event,
     FinishReason,
+    Logprobs,
     SamplingParams,
     Token,
     TurnFinished,
@@ -55,6 +58,11 @@ class Scheduler:
         if self.runner.end_markers and not params.ignore_eos:
             params = replace(params, stop=params.stop + self.runner.end_markers)
         sequence = Sequence(chat_id, prompt, params, self.runner.detokenizer())
+        if params.constraint is not None:
+            try:
+                check(params.constraint)
+            except ConstraintError as error:
+                return events + self._finish(sequence, "error", str(error))
         limit = self.runner.context_length
         if len(prompt) >= limit:
             message = (
@@ -64,6 +72,15 @@ class Scheduler:
             return events + self._finish(sequence, "error", message)
         self.waiting.append(sequence)
         return events
+
+    def constrain(self, chat_id: str, constraint: Constraint | None) -> bool:
+        """Keep the running turn of `chat_id` to `constraint` from its next token on (None: free again);
+        False when the chat has no running turn. See Sequence.constrain_next."""
+        for sequence in self.running():
+            if sequence.chat_id == chat_id:
+                sequence.constrain_next(constraint)
+                return True
+        return False
 
     def cancel(self, chat_id: str) -> list[Event]:
         events: list[Event] = []
@@ -103,6 +120,9 @@ class Scheduler:
 
     def step(self) -> list[Event]:
         events = self._admit()
+        for slot, sequence in self.slots.running():  # constrain() called between two steps
+            if sequence.pending_constraint is not None:
+                events += self._install_constraint(sequence, slot)
         planned = self._plan()
         if not planned:
             return events
@@ -139,7 +159,10 @@ class Scheduler:
             if slot is None:
                 self.waiting.appendleft(sequence)
                 break
-            events.append(self._start(sequence, slot))
+            try:
+                events.append(self._start(sequence, slot))
+            except ConstraintError as error:  # it checked out, but not against this vocabulary
+                events += self._finish(sequence, "error", str(error))
         self.waiting.extendleft(reversed(deferred))
         return events
 
@@ -152,7 +175,6 @@ class Scheduler:
             sequence.speculator = Speculator(self.runner.is_end_of_generation)
         self.runner.begin_turn(slot.index, sequence.params)
         return TurnStarted(sequence.chat_id, len(sequence.prompt), reuse)
-
     def _reuse_cache(self, prompt: list[int], slot: Slot) -> int:
         """Leave in the slot's cache the longest start of `prompt` it can have; return its length."""
         reuse = min(common_prefix_length(slot.cached, prompt), len(prompt) - 1)
@@ -231,11 +253,45 @@ class Scheduler:
             sequence.computed += len(work.tokens) + accepted
             if work.draft:
                 self._settle_draft(sequence, slot, len(work.draft), accepted, now)
-            for token in new:
-                events += self._accept(sequence, token, now)
-                if sequence.status is Status.FINISHED:
-                    break  # what the model accepted after a stop is dropped, as if never generated
+            events += self._take(sequence, slot, new, now)
         return events
+
+    def _take(self, sequence: Sequence, slot: Slot, new: list[int], now: float) -> list[Event]:
+        """The step's tokens of one sequence in order, as if they had come one per step; their
+        log-probabilities (where asked) just before the turn's end."""
+        events: list[Event] = []
+        before = len(sequence.output)
+        for token in new:
+            events += self._accept(sequence, token, now)
+            if sequence.status is Status.FINISHED:
+                break  # what the model accepted after a stop is dropped, as if never generated
+            if sequence.pending_constraint is not None:
+                events += self._install_constraint(sequence, slot)
+                break  # the rest was sampled free: it is sampled again under the constraint
+        taken = len(sequence.output) - before
+        if sequence.params.logprobs is not None and taken:
+            entries = self.runner.step_logprobs(slot.index)[:taken]
+            ended = bool(events) and isinstance(events[-1], TurnFinished)
+            events[len(events) - ended:len(events) - ended] = [Logprobs(sequence.chat_id, tuple(entries))]
+        return events
+
+    def _install_constraint(self, sequence: Sequence, slot: Slot) -> list[Event]:
+        """The constraint asked for by constrain_next, from the token after the last one taken in: the
+        cache drops whatever the step put in past it (that last token is fed again next step)."""
+        assert sequence.pending_constraint is not None
+        (constraint,), sequence.pending_constraint = sequence.pending_constraint, None
+        try:
+            self.runner.set_constraint(slot.index, constraint)
+        except ConstraintError as error:
+            return self._finish(sequence, "error", str(error))
+        keep = sequence.length - 1
+        if sequence.computed > keep:
+            if not self.runner.remove_from(slot.index, keep):
+                self.runner.clear_slot(slot.index)
+                keep = 0
+            sequence.computed = keep
+            del slot.cached[keep:]
+        return []
 
     def _settle_draft(self, sequence: Sequence, slot: Slot, drafted: int, accepted: int, now: float) -> None:
         """Count the draft, and drop its rejected tail from the cache."""

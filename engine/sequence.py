@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass, field
 from enum import Enum
 
-from engine.protocol import FinishReason, SamplingParams, TurnStats
+from engine.protocol import Constraint, FinishReason, SamplingParams, TurnStats
 from engine.runners.base import Detokenizer
 from engine.speculative import Speculator
 
@@ -40,6 +40,15 @@ class Sequence:
     finish_reason: FinishReason | None = None
     stop_string_seen: bool = False  # the answer reached one of params.stop: it ends here
     speculator: Speculator | None = None  # drafts for this turn; None: it never drafts
+    # A constraint to install from the next token on (a 1-tuple: (None,) frees the sequence again);
+    # the scheduler installs it after the token being taken in (constrain_next)
+    pending_constraint: tuple[Constraint | None] | None = None
+
+    def constrain_next(self, constraint: Constraint | None) -> None:
+        """Keep the tokens after the one just taken in to `constraint` (None: free again): for a grammar
+        that starts when the model opens a tool call. Tokens this step sampled past that one are dropped
+        and sampled again under the constraint, so nothing unconstrained slips in."""
+        self.pending_constraint = (constraint,)
 
     def tokens_between(self, start: int, end: int) -> list[int]:
         """tokens[start:end] without building the whole list: this runs every step."""
