@@ -22,8 +22,13 @@ def chat_submit(chat_id: str, request: ChatRequest, context_length: int) -> Subm
 
 
 def completion_submit(chat_id: str, request: CompletionRequest, context_length: int) -> Submit:
-    return Submit(chat_id, (), schema.sampling(request, context_length, logprobs=request.logprobs),
-                  prompt=schema.completion_prompt(request))
+    sampling = schema.sampling(request, context_length, grammar(request), request.logprobs)
+    return Submit(chat_id, (), sampling, prompt=schema.completion_prompt(request))
+
+
+def grammar(request: ChatRequest | CompletionRequest) -> Constraint | None:
+    """llama-server's `grammar` field: a GBNF grammar the answer must match."""
+    return tooling.usable(Constraint("gbnf", request.grammar), "grammar") if request.grammar else None
 
 
 def chat_messages(messages: list[Message]) -> tuple[ChatMessage, ...]:
@@ -63,7 +68,7 @@ def chat_tool_choice(choice: str | dict[str, object] | None, tools: tuple[ToolSp
 def response_constraint(request: ChatRequest) -> Constraint | None:
     form = request.response_format
     if form is None or form.type == "text":
-        return None
+        return grammar(request)
     if form.type == "json_object":
         return Constraint("json_object")
     if form.json_schema is None or form.json_schema.schema_ is None:

@@ -220,8 +220,6 @@ def sampling(request: _Common, context_length: int, constraint: Constraint | Non
         "temperature", "top_p", "top_k", "min_p", "repeat_penalty", "presence_penalty", "frequency_penalty", "seed")}
     # OpenAI's API has no repeat penalty (llama-server's is off by default): a client that names none gets none.
     given["repeat_penalty"] = given["repeat_penalty"] or 1.0
-    if constraint is None and request.grammar:
-        constraint = Constraint("gbnf", request.grammar)
     return SamplingParams(**{k: v for k, v in given.items() if v is not None},
                           max_new_tokens=limit, stop=tuple(s for s in stops if s), ignore_eos=request.ignore_eos,
                           constraint=constraint, logprobs=logprobs, reasoning_budget=reasoning_budget)

@@ -37,14 +37,27 @@ def checked_schema(schema: Any, param: str) -> str:
     return json.dumps(schema, ensure_ascii=False)
 
 
+def usable(constraint: Constraint, param: str) -> Constraint:
+    """The constraint if constrained decoding can follow it; else a 400 naming the field and the keyword."""
+    from engine.constraints import ConstraintError, check  # llguidance loads with the first request that needs it
+
+    try:
+        check(constraint)
+    except ConstraintError as error:
+        keyword = f" (keyword {error.keyword!r})" if error.keyword else ""
+        raise ApiError(400, f"'{param}'{keyword}: {error}", param=param, code="unsupported_schema") from None
+    return constraint
+
+
 def tool_spec(name: Any, description: Any, parameters: Any, param: str) -> ToolSpec:
-    """One function tool, checked: a name, and parameters that are a JSON Schema (none: no arguments)."""
+    """One function tool, checked: a name, and parameters that are a JSON Schema constrained decoding
+    can follow, since a required call's arguments are written under it (none: no arguments)."""
     if not isinstance(name, str) or not name.strip():
         raise bad(f"{param}.name", "every tool needs a name.")
     if description is not None and not isinstance(description, str):
         raise bad(f"{param}.description", "the description is text.")
     schema = EMPTY_PARAMETERS if parameters is None else parameters
-    return ToolSpec(name, description or "", checked_schema(schema, f"{param}.parameters"))
+    return ToolSpec(name, description or "", json_schema_constraint(schema, f"{param}.parameters").source)
 
 
 def unique_tools(tools: Iterable[ToolSpec], param: str) -> tuple[ToolSpec, ...]:
@@ -71,7 +84,7 @@ def tool_choice(choice: str, named: str | None, tools: tuple[ToolSpec, ...], par
 
 
 def json_schema_constraint(schema: Any, param: str) -> Constraint:
-    return Constraint("json_schema", checked_schema(schema, param))
+    return usable(Constraint("json_schema", checked_schema(schema, param)), param)
 
 
 def template_option(name: str, value: Any) -> tuple[str, str]:

@@ -66,10 +66,20 @@ def test_tools_tool_choice_and_parallel_calls() -> None:
     ({"top_logprobs": 3}, "top_logprobs"),
     ({"functions": [{"name": "f"}]}, "functions"),
     ({"chat_template_kwargs": {"not a name": 1}}, "chat_template_kwargs.not a name"),
+    ({"grammar": "root ::= missing"}, "grammar"),
 ])
 def test_bad_tools_and_formats_are_400s_naming_the_field(fields: dict[str, Any], param: str) -> None:
     error = refused(chat, **fields)
     assert error.param == param and f"'{param}'" in error.message, error.message
+
+
+def test_a_schema_keyword_constrained_decoding_cannot_follow_is_named() -> None:
+    unique = {"type": "array", "items": {"type": "integer"}, "uniqueItems": True}
+    error = refused(chat, response_format={"type": "json_schema", "json_schema": {"name": "x", "schema": unique}})
+    assert error.param == "response_format.json_schema.schema" and "'uniqueItems'" in error.message
+    tool = {"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {
+        "ids": unique}}}}
+    assert refused(chat, tools=[tool]).param == "tools[0].function.parameters"
 
 
 def test_response_formats_become_constraints() -> None:
