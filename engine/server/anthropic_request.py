@@ -6,6 +6,9 @@ tool messages, `thinking` blocks the assistant's reasoning; tools with
 `input_schema` become ToolSpecs and `tool_choice` auto / any / tool / none the
 engine's choice. `thinking` {"type": "enabled", "budget_tokens"} is the
 thinking budget and turns the template's switch on; "disabled" turns it off.
+`output_config.format` (structured outputs) is the constraint, its `effort` the
+template's reasoning_effort. Sampling fields (temperature, top_p, top_k) are read
+where a client sends them (newer anthropic clients pass them in extra_body).
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from __future__ import annotations
 import json
 from typing import Any, Literal, Union
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
 from engine.protocol import ChatMessage, SamplingParams, Submit, ToolCall, ToolSpec
 from engine.server import tooling
@@ -61,6 +64,19 @@ class Thinking(_Strict):
     budget_tokens: int | None = Field(default=None, ge=0)
 
 
+class OutputFormat(_Strict):
+    model_config = ConfigDict(strict=True, extra="allow", populate_by_name=True)
+    type: Literal["json_schema"]
+    schema_: Any = Field(alias="schema")
+
+
+class OutputConfig(_Strict):
+    """Anthropic's structured outputs (`format`) and effort, which templates with a switch read."""
+
+    effort: str | None = None
+    format: OutputFormat | None = None
+
+
 class MessagesRequest(_Strict):
     model: str | None = None
     max_tokens: int = Field(ge=1)
@@ -74,6 +90,7 @@ class MessagesRequest(_Strict):
     tools: list[AnthropicTool] | None = None
     tool_choice: AnthropicToolChoice | None = None
     thinking: Thinking | None = None
+    output_config: OutputConfig | None = None
     metadata: Any = None
 
 
@@ -83,13 +100,16 @@ def messages_submit(chat_id: str, request: MessagesRequest) -> Submit:
     thinking = request.thinking
     budget = thinking.budget_tokens if thinking is not None and thinking.type == "enabled" else None
     given: dict[str, Any] = {name: getattr(request, name) for name in ("temperature", "top_p", "top_k")}
+    output = request.output_config or OutputConfig()
+    constraint = (tooling.json_schema_constraint(output.format.schema_, "output_config.format.schema")
+                  if output.format is not None else None)
     sampling = SamplingParams(**{name: value for name, value in given.items() if value is not None},
-                              repeat_penalty=1.0, max_new_tokens=request.max_tokens,
+                              repeat_penalty=1.0, max_new_tokens=request.max_tokens, constraint=constraint,
                               stop=tuple(s for s in request.stop_sequences or () if s), reasoning_budget=budget)
     switch = None if thinking is None or thinking.type == "adaptive" else thinking.type == "enabled"
+    options = tooling.template_options(None, "thinking", enable_thinking=switch, reasoning_effort=output.effort)
     return Submit(chat_id, _messages(request), sampling, tools=tools, tool_choice=choice,
-                  parallel_tool_calls=parallel,
-                  template_options=tooling.template_options(None, "thinking", enable_thinking=switch))
+                  parallel_tool_calls=parallel, template_options=options)
 
 
 def _tools(tools: list[AnthropicTool]) -> tuple[ToolSpec, ...]:

@@ -149,6 +149,9 @@ def test_anthropic_system_tools_choice_thinking_and_sampling() -> None:
     assert submit.template_options == (("enable_thinking", "true"),)
     assert messages(tools=[tool], tool_choice={"type": "any"}).tool_choice == "required"
     assert messages(thinking={"type": "disabled"}).template_options == (("enable_thinking", "false"),)
+    structured = messages(output_config={"effort": "low", "format": {"type": "json_schema", "schema": PERSON}})
+    assert structured.sampling.constraint == Constraint("json_schema", json.dumps(PERSON))
+    assert structured.template_options == (("reasoning_effort", '"low"'),)
 
 
 def test_anthropic_tool_use_and_tool_result_blocks() -> None:
