@@ -7,10 +7,6 @@ to the whole answer), never what the model says.
 
 from __future__ import annotations
 
-import json
-from typing import Iterator
-
-import jsonschema
 import pytest
 
 from engine.server import ApiServer
@@ -22,14 +18,6 @@ CITY = {"type": "object", "properties": {"city": {"type": "string", "maxLength":
         "additionalProperties": False}
 ASK = "What is the weather in Paris?"
 GREEDY = {"temperature": 0}  # anthropic's client has no sampling arguments of its own any more: the body takes it
-
-
-@pytest.fixture
-def claude(server: ApiServer) -> Iterator[object]:
-    import anthropic
-
-    with anthropic.Anthropic(base_url=server.url[: -len("/v1")], api_key="unused", max_retries=0, timeout=120) as api:
-        yield api
 
 
 def test_anthropic_text_and_usage(claude) -> None:  # type: ignore[no-untyped-def]
