@@ -113,6 +113,10 @@ def test_health_and_models(server: ApiServer) -> None:
     assert status == 200 and health["model"] == "SmolLM2-135M-Instruct.Q4_1"
     status, _, models = call(server.port, "GET", "/v1/models")
     assert status == 200 and [m["id"] for m in models["data"]] == ["SmolLM2-135M-Instruct.Q4_1"]
+    (model,) = models["data"]
+    info = server.desk.host.model_info
+    assert info is not None and "path" not in model  # the file's place on this computer is not the client's business
+    assert model["capabilities"] == [{"tools": "tool_use"}.get(name, name) for name in info.capabilities]
 
 
 def test_two_hundred_connections_at_once_are_answered_or_refused_and_nothing_hangs(server: ApiServer) -> None:

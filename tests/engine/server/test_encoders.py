@@ -194,3 +194,11 @@ def test_every_stream_ends_with_an_error_event_when_the_engine_fails(make: Calla
     text = b"".join((i if isinstance(i, ServerSentEvent) else ServerSentEvent(i)).encode()
                     for i in make().closing(failed)).decode()
     assert "out of memory" in text and "error" in text
+
+
+def test_models_list_the_templates_capabilities_as_lm_studio_names_them() -> None:
+    from engine.server.responses import model_list
+
+    (model,) = model_list("m", 1, ("tools", "reasoning", "thinking_switch"))["data"]
+    assert model["capabilities"] == ["tool_use", "reasoning", "thinking_switch"] and "path" not in model
+    assert model_list(None, 1)["data"] == []
