@@ -10,13 +10,16 @@ from __future__ import annotations
 import functools
 import json
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from llguidance import LLMatcher, grammar_from
 
 from engine.protocol import Constraint
 
-JSON_OPTIONS: dict[str, Any] = {"whitespace_flexible": False, "item_separator": ", ", "key_separator": ": "}
+if TYPE_CHECKING:
+    from llguidance._lib import JsonCompileOptions
+
+JSON_OPTIONS: JsonCompileOptions = {"whitespace_flexible": False, "item_separator": ", ", "key_separator": ": "}
 _UNIMPLEMENTED = re.compile(r"Unimplemented keys: \[(.*?)\]")
 _KIND_NAMES = {"json_schema": "JSON Schema", "json_object": "JSON object", "regex": "regular expression",
                "lark": "Lark grammar", "gbnf": "GBNF grammar"}

@@ -17,7 +17,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 from llguidance import LLExecutor, LLMatcher, LLTokenizer
-from llguidance.numpy import fill_next_token_bitmask_par_with_draft_tokens
+from llguidance.numpy import fill_next_token_bitmask_par, fill_next_token_bitmask_par_with_draft_tokens
 
 from engine.constraints.grammar import ConstraintError, grammar_for
 from engine.protocol import Constraint
@@ -111,7 +111,10 @@ class SlotConstraints:
             return
         if self._masks.shape[0] < first:
             self._masks = np.zeros((max(first, 2 * self._masks.shape[0]), _words(self.n_vocab)), dtype=np.int32)
-        self._masks[:first] = 0  # rows past a forbidden draft token stay empty: they are never sampled
+        # Rows past a forbidden draft token, or past a drafted end of generation, are left as they are:
+        # all allowed. None is sampled from under the constraint (sampling stops at the rejection, the
+        # turn at its end), and an empty row would leave a sampler nothing to draw from.
+        self._masks[:first] = -1
         self._failure = None
         self._thread = threading.Thread(target=self._fill, args=(jobs,), name="constraint-masks", daemon=True)
         self._thread.start()
@@ -120,7 +123,12 @@ class SlotConstraints:
         try:
             if self._executor is None:
                 self._executor = LLExecutor()
-            fill_next_token_bitmask_par_with_draft_tokens(self._executor, jobs, self._masks)
+            plain = [(matcher, first) for matcher, first, draft in jobs if not draft]
+            drafted = [job for job in jobs if job[2]]
+            if plain:
+                fill_next_token_bitmask_par(self._executor, plain, self._masks)
+            if drafted:  # llguidance wants these apart: it refuses an empty draft
+                fill_next_token_bitmask_par_with_draft_tokens(self._executor, drafted, self._masks)
         except BaseException as error:  # handed to the engine thread by wait_masks
             self._failure = error
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import re
 from typing import Any
 
 from jsonschema import Draft202012Validator, FormatChecker
@@ -59,8 +60,14 @@ FORMATS = FormatChecker()
 
 @FORMATS.checks("date-time", raises=ValueError)
 def _date_time(value: object) -> bool:
-    # jsonschema checks date-time only with an extra package; the standard library reads RFC 3339 here
-    return not isinstance(value, str) or bool(datetime.datetime.fromisoformat(value.replace("Z", "+00:00")))
+    """RFC 3339 (jsonschema checks date-time only with an extra package): the standard library reads it once
+    the letters are upper case and a leap second (:60, which RFC 3339 allows) is read as :59."""
+    if not isinstance(value, str):
+        return True
+    if not re.fullmatch(r"\d{4}-\d\d-\d\d[Tt]\d\d:\d\d:\d\d(\.\d+)?([Zz]|[+-]\d\d:\d\d)", value):
+        raise ValueError(f"{value!r} is not RFC 3339")
+    text = re.sub(r"(T\d\d:\d\d:)60", r"\g<1>59", value.upper().replace("Z", "+00:00"))
+    return bool(datetime.datetime.fromisoformat(text))
 
 
 def errors(name: str, text: str) -> list[str]:
