@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import json
 from datetime import date
+from functools import lru_cache
 from typing import Any, Sequence
 
-from jinja2 import TemplateError
+from jinja2 import Template, TemplateError
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from engine.protocol import ChatMessage, ToolCall, ToolSpec
@@ -99,6 +100,12 @@ def template_variables(options: Sequence[tuple[str, str]]) -> dict[str, Any]:
     return variables
 
 
+@lru_cache(maxsize=16)
+def _compiled(source: str) -> Template:
+    """Compiling a long template takes a while (gpt-oss's: ~0.3 s); every turn renders it again."""
+    return _environment().from_string(source)
+
+
 def end_markers(template: str | None) -> tuple[str, ...]:
     """Text that ends an answer besides the model's end-of-generation tokens: the fallback's markers."""
     return () if template else FALLBACK_END_MARKERS
@@ -123,8 +130,7 @@ def render_chat(
     if tools:
         variables["tools"] = [tool_dict(spec) for spec in tools]
     try:
-        compiled = _environment().from_string(source)
-        return compiled.render(
+        return _compiled(source).render(
             messages=[message_dict(m) for m in messages],
             add_generation_prompt=add_generation_prompt,
             bos_token=bos_token,

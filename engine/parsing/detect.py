@@ -12,8 +12,9 @@ its switches are the variables (enable_thinking, reasoning_effort) whose values 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import replace
-from typing import Any, Callable
+from typing import Any
 
 from engine.chat_template import render_chat
 from engine.parsing.formats import OutputFormat, ReasoningFormat, ToolCallFormat

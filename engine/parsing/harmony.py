@@ -12,11 +12,19 @@ from __future__ import annotations
 import re
 
 from engine.parsing.markers import earliest, partial_tail
-from engine.parsing.parts import AnswerText, CallArguments, CallDone, CallStarted, Part, ReasoningPart, new_call_id
+from engine.parsing.parts import (
+    AnswerText,
+    CallArguments,
+    CallDone,
+    CallStarted,
+    Part,
+    ReasoningPart,
+    new_call_id,
+)
 from engine.protocol import ToolCall
 
 MESSAGE, END_MARKERS = "<|message|>", ("<|end|>", "<|call|>", "<|return|>")
-HEADER_MARKERS = ("<|start|>", "<|channel|>")
+HEADER_STARTS = ("<|", "to=")  # a header opens with a special token, or the recipient after <|start|>assistant
 RECIPIENT = re.compile(r"to=functions\.([^\s<]+)")
 
 
@@ -70,9 +78,8 @@ class HarmonyParser:
             self._pending = header[at + len(MESSAGE) :]
             self._open_message(header[:at])
             return True
-        if not header.startswith("<") and not any(m in header for m in HEADER_MARKERS) and not partial_tail(
-            header, HEADER_MARKERS
-        ):
+        head = header.lstrip()
+        if not any(head.startswith(start) or start.startswith(head) for start in HEADER_STARTS):
             # The model wrote plain text without a header: it is the answer.
             self._header, self._kind, self._pending = None, "answer", header
             return True

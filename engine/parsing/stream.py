@@ -84,6 +84,8 @@ class OutputParser:
         """The engine closes the thinking itself (the budget ran out): the marker text it writes."""
         self._mode, self._pending = ANSWER, ""
         self._end_reasoning()
+        if self._reasoning is not None and self._reasoning.family == "think":
+            return f"\n{self._reasoning.close}\n\n"  # as the templates write a closed thought
         return self._reasoning_close
 
     # ------------------------------------------------------------ modes
@@ -116,9 +118,14 @@ class OutputParser:
             self._pending = self._pending[len(self._pending) - keep :]
             return False
         at, marker = found
+        thinking = self._reasoning is not None and marker == self._reasoning.open
+        if thinking and self._pending[:at].strip():
+            at, marker, thinking = at + len(marker), "", False  # after answer text <think> is text
         self._emit_answer(self._pending[:at])
         self._pending = self._pending[at + len(marker) :]
-        if self._reasoning is not None and marker == self._reasoning.open:
+        if not marker:
+            return True
+        if thinking:
             self._mode, self._reasoning_started = REASONING, False
         else:
             self._open_call()
@@ -267,7 +274,7 @@ class OutputParser:
             self._pending = stripped
             self._start_object()
             return True
-        self._pending, self._mode = stripped[1:] if stripped.startswith("]") else stripped, ANSWER
+        self._pending, self._mode = stripped.removeprefix("]"), ANSWER
         return True
 
     def _in_name(self) -> bool:
