@@ -22,13 +22,13 @@ from collections import deque
 from dataclasses import replace
 
 from engine.constraints import ConstraintError, check
+from engine.parsing.prompt import TurnSetup, plain_turn
 from engine.protocol import (
     Constraint,
     Event,
     FinishReason,
     Logprobs,
     SamplingParams,
-    Token,
     TurnFinished,
     TurnStarted,
 )
@@ -53,11 +53,14 @@ class Scheduler:
 
     # ------------------------------------------------------------ commands
 
-    def submit(self, chat_id: str, prompt: list[int], params: SamplingParams) -> list[Event]:
+    def submit(self, chat_id: str, prompt: list[int], params: SamplingParams,
+               setup: TurnSetup | None = None) -> list[Event]:
+        """`setup` says how to read the output (engine/parsing/prompt.py); None: the model's plain format."""
         events = self.cancel(chat_id)
         if self.runner.end_markers and not params.ignore_eos:
             params = replace(params, stop=params.stop + self.runner.end_markers)
-        sequence = Sequence(chat_id, prompt, params, self.runner.detokenizer())
+        setup = setup or plain_turn(self.runner.output_format)
+        sequence = Sequence(chat_id, prompt, params, self.runner.detokenizer(), setup=setup)
         if params.constraint is not None:
             try:
                 check(params.constraint)
@@ -101,7 +104,7 @@ class Scheduler:
         for chat_id in {s.chat_id for s in self.running() + list(self.waiting)}:
             for event in self.cancel(chat_id):
                 if isinstance(event, TurnFinished):
-                    event = TurnFinished(event.chat_id, "cancelled", event.stats, event.text, reason_message)
+                    event = replace(event, reason="cancelled", message=reason_message)
                 events.append(event)
         return events
 
@@ -239,6 +242,10 @@ class Scheduler:
     def _draft_room(self, sequence: Sequence) -> int:
         """Drafts never run past the token limit or the context: the step's own token always comes on top."""
         tokens_left = sequence.params.max_new_tokens - len(sequence.output) - 1
+        budget = sequence.params.reasoning_budget
+        if budget is not None and sequence.in_reasoning:
+            # The thinking's budget is reached at the step's own token at the latest: its close goes in after it.
+            tokens_left = min(tokens_left, budget - sequence.reasoning_tokens - 1)
         return min(tokens_left, self.runner.context_length - sequence.length)
 
     def _update(self, planned: list[tuple[Sequence, SlotWork]], sampled: dict[int, list[int]]) -> list[Event]:
@@ -313,10 +320,12 @@ class Scheduler:
             return self._finish(sequence, "stop")
         sequence.output.append(token)
         self.sampled_log.append((now, sequence.chat_id))
-        shown = sequence.take_text(sequence.detokenizer.add(token))
-        events: list[Event] = [Token(sequence.chat_id, shown)] if shown else []
+        events = sequence.read(sequence.detokenizer.add(token), now)
         if sequence.stop_string_seen:
             return events + self._finish(sequence, "stop", release=False)
+        budget = params.reasoning_budget
+        if budget is not None and sequence.in_reasoning and sequence.reasoning_tokens >= budget:
+            self._close_reasoning(sequence, now)
         if len(sequence.output) >= params.max_new_tokens:
             return events + self._finish(sequence, "length")
         if sequence.length >= self.runner.context_length:
@@ -327,6 +336,17 @@ class Scheduler:
             return events + self._finish(sequence, "context_full", message)
         return events
 
+    def _close_reasoning(self, sequence: Sequence, now: float) -> None:
+        """The thinking budget is spent: write the closing marker's tokens into the sequence (fed next
+        step, never shown) so that the model answers now."""
+        marker = sequence.parser.close_reasoning()
+        sequence.reasoning_ended_at = now
+        tokens = self.runner.tokenize(marker)
+        start = self.runner.tokenize("")  # the BOS a tokenizer puts before any text
+        if start and tokens[: len(start)] == start:
+            tokens = tokens[len(start) :]
+        sequence.output.extend(tokens)
+
     # ------------------------------------------------------------ endings
 
     def _finish(
@@ -335,13 +355,15 @@ class Scheduler:
         """End the turn; `release` shows what the stop-string check still held back."""
         events: list[Event] = []
         if release and sequence.status is Status.RUNNING:
-            tail = sequence.release_held()
-            if tail:
-                events.append(Token(sequence.chat_id, tail))
+            events += sequence.release_held()
+        calls = tuple(sequence.parser.calls)
+        if calls and reason == "stop":
+            reason = "tool_calls"  # the answer ended in calls for the chat's owner to run
         sequence.status, sequence.finish_reason = Status.FINISHED, reason
         sequence.finished_at = time.perf_counter()
         self.slots.release(sequence, sequence.finished_at)
-        events.append(TurnFinished(sequence.chat_id, reason, sequence.stats(), sequence.text, message))
+        events.append(TurnFinished(sequence.chat_id, reason, sequence.stats(), sequence.text, message,
+                                   sequence.parser.reasoning_text, calls))
         return events
 
     def _fail(self, sequences: list[Sequence], message: str) -> list[Event]:

@@ -3,6 +3,11 @@
 A sequence has tokens (prompt + generated) and `computed` (how many of them
 the slot's KV cache holds). Prefill and decode are the same thing: feed
 tokens[computed:]; sample when that reaches the end.
+
+What the model writes goes through the turn's output parser (engine/parsing): the answer text
+then through the stop strings into Token events, the thinking into ReasoningText, the calls into
+ToolCallStarted / ToolCallArguments. Stop strings apply to the answer only: a stop string inside
+the thinking does not end the turn (the thinking is not what the caller asked to cut).
 """
 
 from __future__ import annotations
@@ -11,7 +16,28 @@ import time
 from dataclasses import dataclass, field
 from enum import Enum
 
-from engine.protocol import Constraint, FinishReason, SamplingParams, TurnStats
+from engine.parsing.formats import PLAIN
+from engine.parsing.harmony import HarmonyParser
+from engine.parsing.parts import (
+    AnswerText,
+    CallArguments,
+    CallStarted,
+    Part,
+    ReasoningPart,
+)
+from engine.parsing.prompt import TurnSetup, plain_turn
+from engine.parsing.stream import OutputParser
+from engine.protocol import (
+    Constraint,
+    Event,
+    FinishReason,
+    ReasoningText,
+    SamplingParams,
+    Token,
+    ToolCallArguments,
+    ToolCallStarted,
+    TurnStats,
+)
 from engine.runners.base import Detokenizer
 from engine.speculative import Speculator
 
@@ -43,12 +69,59 @@ class Sequence:
     # A constraint to install from the next token on (a 1-tuple: (None,) frees the sequence again);
     # the scheduler installs it after the token being taken in (constrain_next)
     pending_constraint: tuple[Constraint | None] | None = None
+    setup: TurnSetup = field(default_factory=lambda: plain_turn(PLAIN))
+    parser: OutputParser | HarmonyParser = field(init=False)
+    reasoning_tokens: int = 0
+    reasoning_started_at: float | None = None
+    reasoning_ended_at: float | None = None
 
     def constrain_next(self, constraint: Constraint | None) -> None:
         """Keep the tokens after the one just taken in to `constraint` (None: free again): for a grammar
         that starts when the model opens a tool call. Tokens this step sampled past that one are dropped
         and sampled again under the constraint, so nothing unconstrained slips in."""
         self.pending_constraint = (constraint,)
+
+    def __post_init__(self) -> None:
+        self.parser = self.setup.parser()
+
+    @property
+    def in_reasoning(self) -> bool:
+        return self.parser.in_reasoning
+
+    def read(self, piece: str, now: float) -> list[Event]:
+        """A generated token's text: its parts as events (the answer after the stop strings).
+        The token counts as thinking when the thinking was open before it."""
+        if self.parser.in_reasoning:
+            self.reasoning_tokens += 1
+            self.reasoning_started_at = self.reasoning_started_at or now
+        events = self._events(self.parser.feed(piece))
+        if self.reasoning_started_at is not None and self.reasoning_ended_at is None and not self.parser.in_reasoning:
+            self.reasoning_ended_at = now
+        return events
+
+    def _events(self, parts: list[Part]) -> list[Event]:
+        events: list[Event] = []
+        for part in parts:
+            if self.stop_string_seen:
+                break  # what came after a stop string is dropped, as if never generated
+            if isinstance(part, AnswerText):
+                shown = self.take_text(part.text)
+                if shown:
+                    events.append(Token(self.chat_id, shown))
+            elif isinstance(part, ReasoningPart):
+                events.append(ReasoningText(self.chat_id, part.text))
+            elif isinstance(part, CallStarted):
+                events.append(ToolCallStarted(self.chat_id, part.index, part.call_id, part.name))
+            elif isinstance(part, CallArguments):
+                events.append(ToolCallArguments(self.chat_id, part.index, part.text))
+        return events
+
+    def finish_parts(self, now: float) -> list[Event]:
+        """The turn ends: the parser settles what it held (engine/parsing/stream.py says how)."""
+        events = self._events(self.parser.finish())
+        if self.reasoning_started_at is not None and self.reasoning_ended_at is None:
+            self.reasoning_ended_at = now
+        return events
 
     def tokens_between(self, start: int, end: int) -> list[int]:
         """tokens[start:end] without building the whole list: this runs every step."""
@@ -90,12 +163,16 @@ class Sequence:
         self.text += shown
         return shown
 
-    def release_held(self) -> str:
-        """At the end of a turn that did not stop on a stop string."""
-        shown = self.held + self.detokenizer.flush()
+    def release_held(self, now: float | None = None) -> list[Event]:
+        """At the end of a turn that did not stop on a stop string: what the detokenizer, the parser
+        and the stop-string check still held back."""
+        events = self._events(self.parser.feed(self.detokenizer.flush()))
+        events += self.finish_parts(now or time.perf_counter())
+        if self.held and not self.stop_string_seen:
+            events.append(Token(self.chat_id, self.held))
+            self.text += self.held
         self.held = ""
-        self.text += shown
-        return shown
+        return events
 
     def stats(self) -> TurnStats:
         end = self.finished_at or time.perf_counter()
@@ -113,7 +190,13 @@ class Sequence:
             total_s=end - self.submitted_at,
             drafted_tokens=self.speculator.drafted if self.speculator else 0,
             accepted_tokens=self.speculator.accepted if self.speculator else 0,
+            reasoning_tokens=self.reasoning_tokens,
+            reasoning_s=self._reasoning_seconds(end),
         )
+
+    def _reasoning_seconds(self, end: float) -> float:
+        started = self.reasoning_started_at
+        return 0.0 if started is None else (self.reasoning_ended_at or end) - started
 
 
 def _longest_stop_prefix_suffix(text: str, stops: tuple[str, ...]) -> int:

@@ -17,7 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Protocol, Sequence
 
-from engine.protocol import ChatMessage, Constraint, ModelInfo, SamplingParams, TokenLogprob
+from engine.parsing.formats import OutputFormat
+from engine.protocol import ChatMessage, Constraint, ModelInfo, SamplingParams, TokenLogprob, ToolSpec
 
 Progress = Callable[[float, str], None]  # loading: fraction done (0..1), what is being done
 PENALTY_LAST_N = 64  # tokens the repeat penalty looks back over: llama.cpp's default, on both backends
@@ -60,9 +61,12 @@ class Runner(Protocol):
     # A step whose chats feed different numbers of tokens runs as one pass per distinct number (llama.cpp
     # with one cache stream per chat), so a one-token guess beside other chats costs a whole pass.
     splits_uneven_steps: bool
+    output_format: OutputFormat  # how its output marks reasoning and tool calls (engine/parsing)
 
-    def render_chat(self, messages: Sequence[ChatMessage]) -> str:
-        """The conversation in the model's own template, ready for the answer."""
+    def render_chat(self, messages: Sequence[ChatMessage], tools: Sequence[ToolSpec] = (),
+                    options: Sequence[tuple[str, str]] = ()) -> str:
+        """The conversation in the model's own template, ready for the answer; `tools` and the
+        template variables `options` (enable_thinking ...) go to the template."""
 
     def tokenize(self, text: str) -> list[int]:
         """Token ids of a rendered prompt (BOS added if the model wants one)."""

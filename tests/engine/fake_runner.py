@@ -14,7 +14,8 @@ from __future__ import annotations
 from typing import Sequence
 
 from engine.detokenizer import ByteDetokenizer
-from engine.protocol import ChatMessage, Constraint, ModelInfo, SamplingParams, TokenLogprob
+from engine.parsing.formats import OutputFormat
+from engine.protocol import ChatMessage, Constraint, ModelInfo, SamplingParams, TokenLogprob, ToolSpec
 from engine.runners.base import SlotWork
 
 EOS = 0
@@ -27,7 +28,8 @@ def encode(text: str) -> list[int]:
 class FakeRunner:
     def __init__(self, replies: dict[str, str], slots: int = 2, batch_tokens: int = 64, context_length: int = 256,
                  can_remove: bool = True, can_copy: bool = True, end_markers: tuple[str, ...] = (),
-                 can_draft: bool = True, splits_uneven_steps: bool = False) -> None:
+                 can_draft: bool = True, splits_uneven_steps: bool = False,
+                 output_format: OutputFormat | None = None) -> None:
         self.replies = replies
         self.slots = slots
         self.batch_tokens = batch_tokens
@@ -37,6 +39,7 @@ class FakeRunner:
         self.end_markers = end_markers
         self.can_draft = can_draft
         self.splits_uneven_steps = splits_uneven_steps
+        self.output_format = output_format or OutputFormat()
         self.kv: list[list[int]] = [[] for _ in range(slots)]
         self.copies: list[tuple[int, int, int]] = []
         self.steps: list[list[tuple[int, int, bool]]] = []  # per forward: (slot, n tokens, sample)
@@ -47,7 +50,8 @@ class FakeRunner:
         self.sampled_under: dict[int, list[int]] = {}  # slot -> the tokens it sampled with a constraint set
         self.info = ModelInfo("fake", "", "llamacpp", "cpu", "none", "none", context_length, slots, 0, 0, False)
 
-    def render_chat(self, messages: Sequence[ChatMessage]) -> str:
+    def render_chat(self, messages: Sequence[ChatMessage], tools: Sequence[ToolSpec] = (),
+                    options: Sequence[tuple[str, str]] = ()) -> str:
         return "".join(m.content for m in messages) + ">"
 
     def tokenize(self, text: str) -> list[int]:

@@ -23,7 +23,8 @@ import torch
 
 from engine.chat_template import end_markers, render_chat
 from engine.detokenizer import OffsetDetokenizer
-from engine.protocol import ChatMessage, Constraint, ModelConfig, ModelInfo, SamplingParams, TokenLogprob
+from engine.parsing.detect import detect_format
+from engine.protocol import ChatMessage, Constraint, ModelConfig, ModelInfo, SamplingParams, TokenLogprob, ToolSpec
 from engine.runners.base import PENALTY_LAST_N, CacheFull, Progress, RunnerError, SlotWork
 from engine.runners.hf.cache import SlotCache, StepPlan, build_plan, uses_varlen
 from engine.runners.hf.decode import StaticDecoder, choose_decode, is_decode_step
@@ -36,6 +37,7 @@ from engine.runners.hf.text import (
     chat_template,
     encode_prompt,
     end_of_generation_ids,
+    hidden_special_ids,
     single_token_ids,
     tokenizer_adds_bos,
 )
@@ -81,7 +83,11 @@ class HfRunner:
         self._keeps_logits = "logits_to_keep" in parameters
         self._bos_wanted = tokenizer_adds_bos(self.tokenizer)
         self._loaded = loaded
-        self.info = self._describe(config, loaded, notes)
+        self.output_format = detect_format(chat_template(self.tokenizer), lambda text: len(
+            self.tokenizer.encode(text, add_special_tokens=False)) == 1, self.tokenizer.bos_token or "",
+            self.tokenizer.eos_token or "")
+        self._hidden_ids = hidden_special_ids(self.tokenizer, self.output_format.marker_texts)
+        self.info = replace(self._describe(config, loaded, notes), capabilities=self.output_format.capabilities)
 
     # ------------------------------------------------------------ loading
 
@@ -169,16 +175,18 @@ class HfRunner:
 
     # ------------------------------------------------------------ text
 
-    def render_chat(self, messages: Sequence[ChatMessage]) -> str:
-        return render_chat(
-            chat_template(self.tokenizer), messages, self.tokenizer.bos_token or "", self.tokenizer.eos_token or ""
-        )
+    def render_chat(self, messages: Sequence[ChatMessage], tools: Sequence[ToolSpec] = (),
+                    options: Sequence[tuple[str, str]] = ()) -> str:
+        return render_chat(chat_template(self.tokenizer), messages, self.tokenizer.bos_token or "",
+                           self.tokenizer.eos_token or "", tools, options)
 
     def tokenize(self, text: str) -> list[int]:
         return encode_prompt(self.tokenizer, text, self._bos_wanted)
 
     def detokenizer(self) -> OffsetDetokenizer:
-        return OffsetDetokenizer(lambda ids: self.tokenizer.decode(list(ids), skip_special_tokens=True))
+        # Special tokens render as nothing, but the markers the parser reads (<think>, <tool_call> ...).
+        hidden = self._hidden_ids
+        return OffsetDetokenizer(lambda ids: self.tokenizer.decode([i for i in ids if i not in hidden]))
 
     def is_end_of_generation(self, token: int) -> bool:
         return token in self._eog

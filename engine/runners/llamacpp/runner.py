@@ -19,7 +19,8 @@ import numpy as np
 from engine.catalog.memory import PROMPT_COPY_BYTES_PER_PARAM, prompt_copy_wanted
 from engine.chat_template import end_markers, render_chat
 from engine.detokenizer import ByteDetokenizer
-from engine.protocol import ChatMessage, Constraint, ModelConfig, ModelInfo, SamplingParams, TokenLogprob
+from engine.parsing.detect import detect_format
+from engine.protocol import ChatMessage, Constraint, ModelConfig, ModelInfo, SamplingParams, TokenLogprob, ToolSpec
 from engine.runners.base import PENALTY_LAST_N, CacheFull, LoadCancelled, Progress, RunnerError, SlotWork
 from engine.runners.llamacpp.batch import free_handles, put_tokens
 from engine.runners.llamacpp.cells import copy_sequence
@@ -72,6 +73,11 @@ class LlamaCppRunner:
         self.end_markers = end_markers(self._template)
         self._marker_tokens = {ids[0] for ids in map(self._tokens, self.end_markers) if len(ids) == 1}
         self._rows = SampledRows(self._vocab, self._n_vocab, self.is_end_of_generation, self._piece)
+        self.output_format = detect_format(self._template, lambda text: len(self._tokens(text)) == 1,
+                                           self._bos_text, self._eos_text)
+        # The markers the parser reads are shown even where they are control tokens; other control tokens not.
+        self._shown_controls = {self._tokens(text)[0] for text in self.output_format.marker_texts}
+        self.info = dataclasses.replace(info, capabilities=self.output_format.capabilities)
         # A recurrent state cannot drop positions (llama_memory_seq_rm fails): not a rejected draft's,
         # not the tail past a copied prompt start.
         self._drops_tails = not (llama_cpp.llama_model_is_recurrent(model) or llama_cpp.llama_model_is_hybrid(model))
@@ -116,8 +122,9 @@ class LlamaCppRunner:
 
     # ------------------------------------------------------------ text
 
-    def render_chat(self, messages: Sequence[ChatMessage]) -> str:
-        return render_chat(self._template, messages, self._bos_text, self._eos_text)
+    def render_chat(self, messages: Sequence[ChatMessage], tools: Sequence[ToolSpec] = (),
+                    options: Sequence[tuple[str, str]] = ()) -> str:
+        return render_chat(self._template, messages, self._bos_text, self._eos_text, tools, options)
 
     def tokenize(self, text: str) -> list[int]:
         # A template that writes the BOS text itself must not get a second BOS.
@@ -148,11 +155,12 @@ class LlamaCppRunner:
 
     def _token_to_piece(self, token: int) -> bytes:
         buffer = ctypes.create_string_buffer(64)
-        # special=False: control tokens (<|im_end|> ...) render as nothing.
-        length = llama_cpp.llama_token_to_piece(self._vocab, token, buffer, len(buffer), 0, False)
+        # special=False: control tokens (<|im_end|> ...) render as nothing, but the markers the parser reads.
+        special = token in self._shown_controls
+        length = llama_cpp.llama_token_to_piece(self._vocab, token, buffer, len(buffer), 0, special)
         if length < 0:
             buffer = ctypes.create_string_buffer(-length)
-            length = llama_cpp.llama_token_to_piece(self._vocab, token, buffer, len(buffer), 0, False)
+            length = llama_cpp.llama_token_to_piece(self._vocab, token, buffer, len(buffer), 0, special)
         return buffer.raw[: max(length, 0)]
 
     def _token_text(self, token: int) -> str:
