@@ -21,10 +21,14 @@ import time
 from collections import deque
 from dataclasses import replace
 
+from engine.constraints import ConstraintError, check
+from engine.parsing.call_grammar import whole_answer
 from engine.parsing.prompt import TurnSetup, plain_turn
 from engine.protocol import (
+    Constraint,
     Event,
     FinishReason,
+    Logprobs,
     SamplingParams,
     TurnFinished,
     TurnStarted,
@@ -57,7 +61,16 @@ class Scheduler:
         if self.runner.end_markers and not params.ignore_eos:
             params = replace(params, stop=params.stop + self.runner.end_markers)
         setup = setup or plain_turn(self.runner.output_format)
+        if setup.forced_call and not setup.in_reasoning and params.constraint is None and setup.tools is not None:
+            # "required" or a named tool: the answer is the call from its first token on
+            params = replace(params, constraint=whole_answer(
+                setup.tools, setup.tool_specs, setup.tool_choice, setup.parallel_tool_calls))
         sequence = Sequence(chat_id, prompt, params, self.runner.detokenizer(), setup=setup)
+        if params.constraint is not None:
+            try:
+                check(params.constraint)
+            except ConstraintError as error:
+                return events + self._finish(sequence, "error", str(error))
         limit = self.runner.context_length
         if len(prompt) >= limit:
             message = (
@@ -67,6 +80,15 @@ class Scheduler:
             return events + self._finish(sequence, "error", message)
         self.waiting.append(sequence)
         return events
+
+    def constrain(self, chat_id: str, constraint: Constraint | None) -> bool:
+        """Keep the running turn of `chat_id` to `constraint` from its next token on (None: free again);
+        False when the chat has no running turn. See Sequence.constrain_next."""
+        for sequence in self.running():
+            if sequence.chat_id == chat_id:
+                sequence.constrain_next(constraint)
+                return True
+        return False
 
     def cancel(self, chat_id: str) -> list[Event]:
         events: list[Event] = []
@@ -106,6 +128,9 @@ class Scheduler:
 
     def step(self) -> list[Event]:
         events = self._admit()
+        for slot, sequence in self.slots.running():  # constrain() called between two steps
+            if sequence.pending_constraint is not None:
+                events += self._install_constraint(sequence, slot)
         planned = self._plan()
         if not planned:
             return events
@@ -142,7 +167,10 @@ class Scheduler:
             if slot is None:
                 self.waiting.appendleft(sequence)
                 break
-            events.append(self._start(sequence, slot))
+            try:
+                events.append(self._start(sequence, slot))
+            except ConstraintError as error:  # it checked out, but not against this vocabulary
+                events += self._finish(sequence, "error", str(error))
         self.waiting.extendleft(reversed(deferred))
         return events
 
@@ -238,11 +266,45 @@ class Scheduler:
             sequence.computed += len(work.tokens) + accepted
             if work.draft:
                 self._settle_draft(sequence, slot, len(work.draft), accepted, now)
-            for token in new:
-                events += self._accept(sequence, token, now)
-                if sequence.status is Status.FINISHED:
-                    break  # what the model accepted after a stop is dropped, as if never generated
+            events += self._take(sequence, slot, new, now)
         return events
+
+    def _take(self, sequence: Sequence, slot: Slot, new: list[int], now: float) -> list[Event]:
+        """The step's tokens of one sequence in order, as if they had come one per step; their
+        log-probabilities (where asked) just before the turn's end."""
+        events: list[Event] = []
+        before = len(sequence.output)
+        for token in new:
+            events += self._accept(sequence, token, now)
+            if sequence.status is Status.FINISHED:
+                break  # what the model accepted after a stop is dropped, as if never generated
+            if sequence.pending_constraint is not None:
+                events += self._install_constraint(sequence, slot)
+                break  # the rest was sampled free: it is sampled again under the constraint
+        taken = len(sequence.output) - before
+        if sequence.params.logprobs is not None and taken:
+            entries = self.runner.step_logprobs(slot.index)[:taken]
+            ended = bool(events) and isinstance(events[-1], TurnFinished)
+            events[len(events) - ended:len(events) - ended] = [Logprobs(sequence.chat_id, tuple(entries))]
+        return events
+
+    def _install_constraint(self, sequence: Sequence, slot: Slot) -> list[Event]:
+        """The constraint asked for by constrain_next, from the token after the last one taken in: the
+        cache drops whatever the step put in past it (that last token is fed again next step)."""
+        assert sequence.pending_constraint is not None
+        (constraint,), sequence.pending_constraint = sequence.pending_constraint, None
+        try:
+            self.runner.set_constraint(slot.index, constraint)
+        except ConstraintError as error:
+            return self._finish(sequence, "error", str(error))
+        keep = sequence.length - 1
+        if sequence.computed > keep:
+            if not self.runner.remove_from(slot.index, keep):
+                self.runner.clear_slot(slot.index)
+                keep = 0
+            sequence.computed = keep
+            del slot.cached[keep:]
+        return []
 
     def _settle_draft(self, sequence: Sequence, slot: Slot, drafted: int, accepted: int, now: float) -> None:
         """Count the draft, and drop its rejected tail from the cache."""
@@ -270,6 +332,9 @@ class Scheduler:
         budget = params.reasoning_budget
         if budget is not None and sequence.in_reasoning and sequence.reasoning_tokens >= budget:
             self._close_reasoning(sequence, now)
+        constraint = sequence.tool_constraint()
+        if constraint is not None:
+            sequence.constrain_next(constraint)
         if len(sequence.output) >= params.max_new_tokens:
             return events + self._finish(sequence, "length")
         if sequence.length >= self.runner.context_length:

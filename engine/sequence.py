@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass, field
 from enum import Enum
 
+from engine.parsing.call_grammar import after_open, whole_answer
 from engine.parsing.formats import PLAIN
 from engine.parsing.harmony import HarmonyParser
 from engine.parsing.parts import (
@@ -28,6 +29,7 @@ from engine.parsing.parts import (
 from engine.parsing.prompt import TurnSetup, plain_turn
 from engine.parsing.stream import OutputParser
 from engine.protocol import (
+    Constraint,
     Event,
     FinishReason,
     ReasoningText,
@@ -65,11 +67,21 @@ class Sequence:
     finish_reason: FinishReason | None = None
     stop_string_seen: bool = False  # the answer reached one of params.stop: it ends here
     speculator: Speculator | None = None  # drafts for this turn; None: it never drafts
+    # A constraint to install from the next token on (a 1-tuple: (None,) frees the sequence again);
+    # the scheduler installs it after the token being taken in (constrain_next)
+    pending_constraint: tuple[Constraint | None] | None = None
+
+    def constrain_next(self, constraint: Constraint | None) -> None:
+        """Keep the tokens after the one just taken in to `constraint` (None: free again): for a grammar
+        that starts when the model opens a tool call. Tokens this step sampled past that one are dropped
+        and sampled again under the constraint, so nothing unconstrained slips in."""
+        self.pending_constraint = (constraint,)
     setup: TurnSetup = field(default_factory=lambda: plain_turn(PLAIN))
     parser: OutputParser | HarmonyParser = field(init=False)
     reasoning_tokens: int = 0
     reasoning_started_at: float | None = None
     reasoning_ended_at: float | None = None
+    _tools_constrained: bool = False  # the call grammar is installed (or was)
 
     def __post_init__(self) -> None:
         self.parser = self.setup.parser()
@@ -105,6 +117,20 @@ class Sequence:
             elif isinstance(part, CallArguments):
                 events.append(ToolCallArguments(self.chat_id, part.index, part.text))
         return events
+
+    def tool_constraint(self) -> Constraint | None:
+        """The call grammar to install from the next token, when one is due (call_grammar.py): for a
+        forced call once the thinking is over, for "auto" as soon as the model opened a call."""
+        setup = self.setup
+        if setup.tools is None or self.params.constraint is not None or self._tools_constrained:
+            return None
+        if setup.forced_call and not self.parser.in_reasoning:
+            self._tools_constrained = True
+            return whole_answer(setup.tools, setup.tool_specs, setup.tool_choice, setup.parallel_tool_calls)
+        if setup.tool_choice == "auto" and self.parser.call_just_opened:
+            self._tools_constrained = True
+            return after_open(setup.tools, setup.tool_specs, setup.tool_choice, setup.parallel_tool_calls)
+        return None
 
     def finish_parts(self, now: float) -> list[Event]:
         """The turn ends: the parser settles what it held (engine/parsing/stream.py says how)."""

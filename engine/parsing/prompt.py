@@ -40,6 +40,14 @@ class TurnSetup:
     output: OutputFormat
     tools: ToolCallFormat | None  # the call format the parser looks for; None: no tools this turn
     in_reasoning: bool  # the prompt opened the thinking: the output starts inside it
+    tool_specs: tuple[ToolSpec, ...] = ()
+    tool_choice: str = "auto"  # Submit.tool_choice
+    parallel_tool_calls: bool = True
+
+    @property
+    def forced_call(self) -> bool:
+        """tool_choice "required" or a tool's name: the answer must be a call."""
+        return self.tools is not None and self.tool_choice not in ("auto", "none")
 
     def parser(self) -> OutputParser | HarmonyParser:
         if self.output.harmony:
@@ -55,7 +63,8 @@ def prepare_turn(render: Render, output: OutputFormat, submit: Submit) -> tuple[
     prompt = render(messages, tools if native else (), submit.template_options)
     prompt += _thinking_off_prefill(output, submit.template_options)
     call_format = (output.tools if native else FALLBACK_TOOL_FORMAT) if tools else None
-    return prompt, TurnSetup(output, call_format, starts_in_reasoning(prompt, output))
+    return prompt, TurnSetup(output, call_format, starts_in_reasoning(prompt, output), tuple(tools),
+                             submit.tool_choice, submit.parallel_tool_calls)
 
 
 def plain_turn(output: OutputFormat) -> TurnSetup:

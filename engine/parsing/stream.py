@@ -48,6 +48,7 @@ class OutputParser:
         self._reasoning_started = False
         self._call: CallObject | None = None
         self._call_open = False  # CallStarted was sent for self._call
+        self._opened_now = False  # an opening marker was read in the last piece
         self._bare_arguments: JsonDepth | None = None  # style name_args: the arguments object itself
         self._name = ""
         self.calls: list[ToolCall] = []
@@ -63,7 +64,15 @@ class OutputParser:
 
     # ------------------------------------------------------------ input
 
+    @property
+    def call_just_opened(self) -> bool:
+        """The last piece ended right after a call's opening marker (whitespace at most after it): the
+        rest of the call can be constrained from the next token on (engine/parsing/call_grammar.py)."""
+        fresh = self._call is None or not self._call.raw
+        return self._opened_now and fresh and self._mode in (CALL, ARRAY, NAME) and not self._pending.strip()
+
     def feed(self, text: str) -> list[Part]:
+        self._opened_now = False
         self._pending += text
         while self._pending and self._advance():
             pass
@@ -149,7 +158,7 @@ class OutputParser:
 
     def _open_call(self) -> None:
         assert self._tools is not None
-        self._answer_started = True
+        self._answer_started = self._opened_now = True
         style = self._tools.style
         if style == "json_array":
             self._mode = ARRAY

@@ -20,7 +20,7 @@ from engine.catalog.memory import PROMPT_COPY_BYTES_PER_PARAM, prompt_copy_wante
 from engine.chat_template import end_markers, render_chat
 from engine.detokenizer import ByteDetokenizer
 from engine.parsing.detect import detect_format
-from engine.protocol import ChatMessage, ModelConfig, ModelInfo, SamplingParams, ToolSpec
+from engine.protocol import ChatMessage, Constraint, ModelConfig, ModelInfo, SamplingParams, TokenLogprob, ToolSpec
 from engine.runners.base import PENALTY_LAST_N, CacheFull, LoadCancelled, Progress, RunnerError, SlotWork
 from engine.runners.llamacpp.batch import free_handles, put_tokens
 from engine.runners.llamacpp.cells import copy_sequence
@@ -28,6 +28,7 @@ from engine.runners.llamacpp.info import build_info, chat_template, kv_cache_byt
 from engine.runners.llamacpp.load import check_config, check_file, create_context, llama_log, load_model
 from engine.runners.llamacpp.params import GenerationThreads, context_params
 from engine.runners.llamacpp.prompt_copy import COPY_TYPE, MIN_TOKENS, PromptReader, open_reader
+from engine.runners.llamacpp.rows import SampledRows
 from engine.runners.llamacpp.sampling import sampler_chain
 from engine.runners.llamacpp.seqstate import StateFormatError
 from engine.units import format_bytes
@@ -75,6 +76,7 @@ class LlamaCppRunner:
         # The markers the parser reads are shown even where they are control tokens; other control tokens not.
         self._shown_controls = {self._tokens(text)[0] for text in self.output_format.marker_texts}
         self.info = dataclasses.replace(info, capabilities=self.output_format.capabilities)
+        self._rows = SampledRows(self._vocab, self._n_vocab, self.is_end_of_generation, self._piece)
         # A recurrent state cannot drop positions (llama_memory_seq_rm fails): not a rejected draft's,
         # not the tail past a copied prompt start.
         self._drops_tails = not (llama_cpp.llama_model_is_recurrent(model) or llama_cpp.llama_model_is_hybrid(model))
@@ -170,9 +172,16 @@ class LlamaCppRunner:
     # ------------------------------------------------------------ sampling
 
     def begin_turn(self, slot: int, params: SamplingParams) -> None:
+        self._rows.begin_turn(slot, params)  # first: a constraint that does not compile leaves the slot as it was
         self._free_sampler(slot)
         self._samplers[slot] = sampler_chain(params, self._n_vocab)
         self._fresh.add(slot)
+
+    def set_constraint(self, slot: int, constraint: Constraint | None) -> None:
+        self._rows.constraints.set(slot, constraint)
+
+    def step_logprobs(self, slot: int) -> list[TokenLogprob]:
+        return self._rows.entries.get(slot, [])
 
     def _free_sampler(self, slot: int) -> None:
         chain = self._samplers.pop(slot, None)
@@ -230,7 +239,12 @@ class LlamaCppRunner:
         outputs = self._fill_batch(plan)
         reads_prompt = any(len(item.tokens) > 1 for item in plan)
         self._use_threads(self._threads[1] if reads_prompt else self._generation_threads.pick())
-        result = llama_cpp.llama_decode(self._context, self._batch)
+        self._rows.entries = {}
+        self._rows.constraints.start_masks([(item.slot, item.draft) for item, _ in outputs])
+        try:
+            result = llama_cpp.llama_decode(self._context, self._batch)  # drops the GIL: the masks fill meanwhile
+        finally:
+            self._rows.constraints.wait_masks()
         if result == 1:
             raise CacheFull(
                 f"The KV cache ({self.context_length * self.slots:,} positions shared by {self.slots} chats) "
@@ -276,13 +290,14 @@ class LlamaCppRunner:
         assert self._context is not None
         chain = self._samplers[item.slot]
         tokens: list[int] = []
-        for row, guess in zip(rows, [*item.draft, None]):
-            token = int(llama_cpp.llama_sampler_sample(chain, self._context, row))
+        for offset, (row, guess) in enumerate(zip(rows, [*item.draft, None])):
+            token = self._rows.sample(chain, self._context, item.slot, row, offset)
             tokens.append(token)
             self._sampled_at[item.slot] = row
             if token != guess:
                 break
         self._fresh.discard(item.slot)
+        self._rows.constraints.consume(item.slot, tokens, self.is_end_of_generation)
         return tokens
 
     def last_logits(self, slot: int) -> np.ndarray:
