@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from engine.chat_template import ChatTemplateError, render_chat
+from engine.parsing.detect import detect_format
 from engine.parsing.formats import FALLBACK_TOOL_FORMAT
 from engine.parsing.prompt import prepare_turn
 from engine.protocol import ChatMessage, Submit, ToolCall
@@ -89,3 +90,16 @@ def test_mistral_tool_history() -> None:
     # the template writes the result as it is (it expects JSON text)
     assert '[TOOL_RESULTS]{"content": 21 C, sunny, "call_id": "a1b2c3d4e"}[/TOOL_RESULTS]' in prompt
     assert setup.tools is not None and setup.tools.extra_keys == ("id",)  # type: ignore[attr-defined]
+
+
+def test_fallback_prompt_where_the_template_refuses_a_system_message() -> None:
+    refuses = ("{% for m in messages %}{% if m['role'] == 'system' %}{{ raise_exception('System role not supported') }}"
+               "{% endif %}<turn>{{ m['role'] }}\n{{ m['content'] }}</turn>\n{% endfor %}<turn>model\n")
+
+    def render(messages, tools, options):  # type: ignore[no-untyped-def]
+        return render_chat(refuses, messages, "", "", tools, options)
+
+    prompt, setup = prepare_turn(render, detect_format(refuses, lambda text: False),
+                                 Submit("chat", (QUESTION,), tools=(WEATHER,)))
+    assert prompt.startswith("<turn>user\nYou can call functions") and QUESTION.content in prompt
+    assert setup.tools == FALLBACK_TOOL_FORMAT
