@@ -33,14 +33,11 @@ from engine.protocol import (
     TurnFinished,
     TurnStarted,
 )
-from engine.runners.base import CacheFull, Runner, RunnerError, SlotWork
+from engine.runners.base import Runner, RunnerError, SlotWork
 from engine.sequence import Sequence, Status, common_prefix_length
 from engine.slots import MIN_SHARED_PREFIX, Slot, SlotTable
 from engine.speculative import Speculator, StepCost, choose_drafts
-
-# While a prompt is being read, all drafts together take at most this share of what the
-# decode tokens leave of the step's budget, so guesses never crowd out a waiting chat.
-DRAFT_SHARE_BESIDE_PROMPTS = 0.25
+from engine.tuning import DRAFT_SHARE_BESIDE_PROMPTS
 
 
 class Scheduler:
@@ -136,8 +133,11 @@ class Scheduler:
             return events
         started = time.perf_counter()
         try:
-            sampled = self._forward([work for _, work in planned])
+            sampled = self.runner.forward([work for _, work in planned])
         except RunnerError as error:
+            # A full cache (CacheFull) too: each chat has its own stream, so giving up other chats' caches
+            # makes no room, and the runner has already taken the step's tokens into its cache record,
+            # penalty history and prompt copy: feeding the step again would apply them twice.
             return events + self._fail(self.running(), str(error))
         self._time_step([work for _, work in planned], time.perf_counter() - started)
         return events + self._update(planned, sampled)
@@ -146,14 +146,6 @@ class Scheduler:
         prompt_tokens = sum(len(item.tokens) for item in work if len(item.tokens) > 1 or not item.sample)
         decoding = sum(1 for item in work if item.sample and len(item.tokens) == 1)
         self.step_cost.observe(decoding, sum(len(item.fed) for item in work), prompt_tokens, seconds)
-
-    def _forward(self, work: list[SlotWork]) -> dict[int, list[int]]:
-        try:
-            return self.runner.forward(work)
-        except CacheFull:
-            # Idle chats' caches are the ones to give up; then try once more.
-            self.slots.forget_idle()
-            return self.runner.forward(work)
 
     def _admit(self) -> list[Event]:
         events: list[Event] = []

@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass, field
 from enum import Enum
 
+from engine.chat_template import FALLBACK_END_MARKERS
 from engine.parsing.call_grammar import after_open, whole_answer
 from engine.parsing.formats import PLAIN
 from engine.parsing.harmony import HarmonyParser
@@ -180,13 +181,16 @@ class Sequence:
         return shown
 
     def release_held(self, now: float | None = None) -> list[Event]:
-        """At the end of a turn that did not stop on a stop string: what the detokenizer, the parser
-        and the stop-string check still held back."""
+        """At the end of a turn that did not stop on a stop string: what the detokenizer, the parser and
+        the stop-string check still held back is the answer's, but for the start of a fallback end marker
+        (a base model cut off at its token limit mid "<|im_start"), which was never the answer's text."""
         events = self._events(self.parser.feed(self.detokenizer.flush()))
         events += self.finish_parts(now or time.perf_counter())
-        if self.held and not self.stop_string_seen:
-            events.append(Token(self.chat_id, self.held))
-            self.text += self.held
+        markers = tuple(marker for marker in FALLBACK_END_MARKERS if marker in self.params.stop)
+        shown = self.held[: len(self.held) - _longest_stop_prefix_suffix(self.held, markers)]
+        if shown and not self.stop_string_seen:
+            events.append(Token(self.chat_id, shown))
+            self.text += shown
         self.held = ""
         return events
 

@@ -102,7 +102,8 @@ def usage(finished: TurnFinished) -> dict[str, Any]:
             "prompt_tokens_details": {"cached_tokens": stats.reused_tokens}}
 
 
-def model_list(model_id: str | None, created: int, path: str = "") -> dict[str, Any]:
+def model_list(model_id: str | None, created: int) -> dict[str, Any]:
+    """The id only: where the model lies on this computer is not the clients' business."""
     models = [] if model_id is None else [{"id": model_id, "object": "model", "created": created,
-                                           "owned_by": "hearth", "path": path}]
+                                           "owned_by": "hearth"}]
     return {"object": "list", "data": models}
