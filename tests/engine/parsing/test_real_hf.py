@@ -37,7 +37,7 @@ def runner(tmp_path_factory: pytest.TempPathFactory):  # -> HfRunner
 
 
 def test_marker_tokens_render_and_other_special_tokens_do_not(runner) -> None:  # type: ignore[no-untyped-def]
-    assert runner.output_format.reasoning is not None and runner.info.capabilities == ("reasoning",)
+    assert runner.output_format.reasoning is not None and runner.info.capabilities == ("reasoning", "thinking_switch")
     assert set(runner.output_format.marker_texts) == {"<think>", "</think>"}
     ids = runner.tokenizer.encode("<|im_start|>x<think>cats</think>dogs<|im_end|>", add_special_tokens=False)
     assert runner.tokenizer.convert_tokens_to_ids("<think>") in ids, "the marker is one special token"

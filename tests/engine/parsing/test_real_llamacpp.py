@@ -96,7 +96,7 @@ def joined(events: list[Event], kind: type) -> str:
 
 
 def test_output_after_an_opened_thought_streams_as_reasoning(thinking_runner) -> None:  # type: ignore[no-untyped-def]
-    assert thinking_runner.info.capabilities == ("reasoning",)
+    assert thinking_runner.info.capabilities == ("reasoning", "thinking_switch")  # Think off: the empty thought
     params = SamplingParams(temperature=0, max_new_tokens=16, constraint=LETTERS)
     events, done, _, prompt = run_turn(thinking_runner, Submit("a", (QUESTION,), params))
     assert prompt.endswith("<think>\n")
