@@ -105,7 +105,7 @@ class ModelConfig:
     flash_attention: Literal["auto", "on", "off"] = "auto"
     kv_cache_type: Literal["f16", "q8_0", "q4_0"] = "f16"
     # long prompts read with an F32 copy of a quantized file, on the CPU (runners/llamacpp/prompt_copy.py);
-    # auto: where the copy takes at most an eighth of the memory
+    # auto: small models only, where it was measured to pay (engine/tuning.py: a copy of at most 1 GiB)
     prompt_copy: Literal["auto", "on", "off"] = "auto"
     # transformers
     quantization: Literal["none", "int8", "nf4", "fp4"] = "none"
@@ -127,7 +127,7 @@ class ModelConfig:
 class ModelInfo:
     """What was actually loaded and is in effect (the gauge shows this)."""
 
-    name: str
+    name: str  # the name users know: the file's without .gguf, the folder's or the repo's (catalog.model_files)
     path: str
     backend: Backend
     device: str  # "cpu", "cuda:0 (NVIDIA H200)" ...
@@ -147,9 +147,11 @@ class ModelInfo:
     prompt_copy_bytes: int = 0  # the copy's weights and cache, in RAM besides model_bytes and kv_cache_bytes
     # What the model's chat template can do, found from the template (never from the model's name):
     # "tools" (it renders tools and the model writes calls in a known format), "reasoning" (it thinks
-    # before answering), "thinking_switch" (the template turns thinking on and off: enable_thinking),
+    # before answering), "thinking_switch" (thinking can be turned off: the template's enable_thinking, or the
+    # empty thought its authors document where the prompt opens the thinking),
     # "reasoning_effort" (low / medium / high). The API's /v1/models and the chat panel show these.
     capabilities: tuple[str, ...] = ()
+    metadata_name: str = ""  # the name the file itself gives (GGUF general.name), for Model details
 
 
 # ---------------------------------------------------------------- commands

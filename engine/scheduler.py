@@ -22,6 +22,7 @@ from collections import deque
 from dataclasses import replace
 
 from engine.constraints import ConstraintError, check
+from engine.parsing.call_grammar import whole_answer
 from engine.parsing.prompt import TurnSetup, plain_turn
 from engine.protocol import (
     Constraint,
@@ -32,14 +33,11 @@ from engine.protocol import (
     TurnFinished,
     TurnStarted,
 )
-from engine.runners.base import CacheFull, Runner, RunnerError, SlotWork
+from engine.runners.base import Runner, RunnerError, SlotWork
 from engine.sequence import Sequence, Status, common_prefix_length
 from engine.slots import MIN_SHARED_PREFIX, Slot, SlotTable
 from engine.speculative import Speculator, StepCost, choose_drafts
-
-# While a prompt is being read, all drafts together take at most this share of what the
-# decode tokens leave of the step's budget, so guesses never crowd out a waiting chat.
-DRAFT_SHARE_BESIDE_PROMPTS = 0.25
+from engine.tuning import DRAFT_SHARE_BESIDE_PROMPTS
 
 
 class Scheduler:
@@ -60,6 +58,10 @@ class Scheduler:
         if self.runner.end_markers and not params.ignore_eos:
             params = replace(params, stop=params.stop + self.runner.end_markers)
         setup = setup or plain_turn(self.runner.output_format)
+        if setup.forced_call and not setup.in_reasoning and params.constraint is None and setup.tools is not None:
+            # "required" or a named tool: the answer is the call from its first token on
+            params = replace(params, constraint=whole_answer(
+                setup.tools, setup.tool_specs, setup.tool_choice, setup.parallel_tool_calls))
         sequence = Sequence(chat_id, prompt, params, self.runner.detokenizer(), setup=setup)
         if params.constraint is not None:
             try:
@@ -131,8 +133,11 @@ class Scheduler:
             return events
         started = time.perf_counter()
         try:
-            sampled = self._forward([work for _, work in planned])
+            sampled = self.runner.forward([work for _, work in planned])
         except RunnerError as error:
+            # A full cache (CacheFull) too: each chat has its own stream, so giving up other chats' caches
+            # makes no room, and the runner has already taken the step's tokens into its cache record,
+            # penalty history and prompt copy: feeding the step again would apply them twice.
             return events + self._fail(self.running(), str(error))
         self._time_step([work for _, work in planned], time.perf_counter() - started)
         return events + self._update(planned, sampled)
@@ -141,14 +146,6 @@ class Scheduler:
         prompt_tokens = sum(len(item.tokens) for item in work if len(item.tokens) > 1 or not item.sample)
         decoding = sum(1 for item in work if item.sample and len(item.tokens) == 1)
         self.step_cost.observe(decoding, sum(len(item.fed) for item in work), prompt_tokens, seconds)
-
-    def _forward(self, work: list[SlotWork]) -> dict[int, list[int]]:
-        try:
-            return self.runner.forward(work)
-        except CacheFull:
-            # Idle chats' caches are the ones to give up; then try once more.
-            self.slots.forget_idle()
-            return self.runner.forward(work)
 
     def _admit(self) -> list[Event]:
         events: list[Event] = []
@@ -178,6 +175,7 @@ class Scheduler:
             sequence.speculator = Speculator(self.runner.is_end_of_generation)
         self.runner.begin_turn(slot.index, sequence.params)
         return TurnStarted(sequence.chat_id, len(sequence.prompt), reuse)
+
     def _reuse_cache(self, prompt: list[int], slot: Slot) -> int:
         """Leave in the slot's cache the longest start of `prompt` it can have; return its length."""
         reuse = min(common_prefix_length(slot.cached, prompt), len(prompt) - 1)
@@ -326,6 +324,9 @@ class Scheduler:
         budget = params.reasoning_budget
         if budget is not None and sequence.in_reasoning and sequence.reasoning_tokens >= budget:
             self._close_reasoning(sequence, now)
+        constraint = sequence.tool_constraint()
+        if constraint is not None:
+            sequence.constrain_next(constraint)
         if len(sequence.output) >= params.max_new_tokens:
             return events + self._finish(sequence, "length")
         if sequence.length >= self.runner.context_length:

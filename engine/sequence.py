@@ -16,6 +16,8 @@ import time
 from dataclasses import dataclass, field
 from enum import Enum
 
+from engine.chat_template import FALLBACK_END_MARKERS
+from engine.parsing.call_grammar import after_open, whole_answer
 from engine.parsing.formats import PLAIN
 from engine.parsing.harmony import HarmonyParser
 from engine.parsing.parts import (
@@ -69,17 +71,18 @@ class Sequence:
     # A constraint to install from the next token on (a 1-tuple: (None,) frees the sequence again);
     # the scheduler installs it after the token being taken in (constrain_next)
     pending_constraint: tuple[Constraint | None] | None = None
-    setup: TurnSetup = field(default_factory=lambda: plain_turn(PLAIN))
-    parser: OutputParser | HarmonyParser = field(init=False)
-    reasoning_tokens: int = 0
-    reasoning_started_at: float | None = None
-    reasoning_ended_at: float | None = None
 
     def constrain_next(self, constraint: Constraint | None) -> None:
         """Keep the tokens after the one just taken in to `constraint` (None: free again): for a grammar
         that starts when the model opens a tool call. Tokens this step sampled past that one are dropped
         and sampled again under the constraint, so nothing unconstrained slips in."""
         self.pending_constraint = (constraint,)
+    setup: TurnSetup = field(default_factory=lambda: plain_turn(PLAIN))
+    parser: OutputParser | HarmonyParser = field(init=False)
+    reasoning_tokens: int = 0
+    reasoning_started_at: float | None = None
+    reasoning_ended_at: float | None = None
+    _tools_constrained: bool = False  # the call grammar is installed (or was)
 
     def __post_init__(self) -> None:
         self.parser = self.setup.parser()
@@ -115,6 +118,20 @@ class Sequence:
             elif isinstance(part, CallArguments):
                 events.append(ToolCallArguments(self.chat_id, part.index, part.text))
         return events
+
+    def tool_constraint(self) -> Constraint | None:
+        """The call grammar to install from the next token, when one is due (call_grammar.py): for a
+        forced call once the thinking is over, for "auto" as soon as the model opened a call."""
+        setup = self.setup
+        if setup.tools is None or self.params.constraint is not None or self._tools_constrained:
+            return None
+        if setup.forced_call and not self.parser.in_reasoning:
+            self._tools_constrained = True
+            return whole_answer(setup.tools, setup.tool_specs, setup.tool_choice, setup.parallel_tool_calls)
+        if setup.tool_choice == "auto" and self.parser.call_just_opened:
+            self._tools_constrained = True
+            return after_open(setup.tools, setup.tool_specs, setup.tool_choice, setup.parallel_tool_calls)
+        return None
 
     def finish_parts(self, now: float) -> list[Event]:
         """The turn ends: the parser settles what it held (engine/parsing/stream.py says how)."""
@@ -164,13 +181,16 @@ class Sequence:
         return shown
 
     def release_held(self, now: float | None = None) -> list[Event]:
-        """At the end of a turn that did not stop on a stop string: what the detokenizer, the parser
-        and the stop-string check still held back."""
+        """At the end of a turn that did not stop on a stop string: what the detokenizer, the parser and
+        the stop-string check still held back is the answer's, but for the start of a fallback end marker
+        (a base model cut off at its token limit mid "<|im_start"), which was never the answer's text."""
         events = self._events(self.parser.feed(self.detokenizer.flush()))
         events += self.finish_parts(now or time.perf_counter())
-        if self.held and not self.stop_string_seen:
-            events.append(Token(self.chat_id, self.held))
-            self.text += self.held
+        markers = tuple(marker for marker in FALLBACK_END_MARKERS if marker in self.params.stop)
+        shown = self.held[: len(self.held) - _longest_stop_prefix_suffix(self.held, markers)]
+        if shown and not self.stop_string_seen:
+            events.append(Token(self.chat_id, shown))
+            self.text += shown
         self.held = ""
         return events
 

@@ -137,9 +137,3 @@ class SlotTable:
         for slot in self._slots:
             if slot.chat_id == chat_id:
                 self.forget(slot)
-
-    def forget_idle(self) -> None:
-        """Give up every idle chat's cache: what a full KV cache asks for first."""
-        for slot in self._slots:
-            if slot.sequence is None and slot.chat_id is not None:
-                self.forget(slot)

@@ -37,15 +37,21 @@ import bisect
 from dataclasses import dataclass, field
 from typing import Callable
 
-MAX_NGRAM = 3  # longest run of last tokens looked up
-MAX_DRAFT = 16  # longest draft, whatever the odds
-PRIOR_ACCEPTED, PRIOR_TRIED = 1.0, 2.0  # before anything is known: an even chance per token
-MEMORY = 0.8  # weight of the past in the acceptance rate, per draft checked
-FIRST_PAUSE, MAX_PAUSE = 4, 256  # steps without guesses after a miss; doubles with each further miss
-DEFAULT_COST_RATIO = 0.5  # a draft token's cost in generated tokens' time, until StepCost has measured it
-MIN_COST_RATIO = 0.02  # a GPU's drafts are nearly free, never quite
-TIMING_MEMORY = 0.95  # weight of the past in StepCost's fit, per step
-MIN_TIMED_STEPS, MIN_SPREAD = 8.0, 0.25  # fewer steps, or steps of too alike sizes, tell nothing yet
+# What each constant decides, and where it was measured or why chosen: engine/tuning.py.
+from engine.tuning import (
+    ACCEPTANCE_MEMORY,
+    DEFAULT_COST_RATIO,
+    FIRST_PAUSE,
+    MAX_DRAFT,
+    MAX_NGRAM,
+    MAX_PAUSE,
+    MIN_COST_RATIO,
+    MIN_SPREAD,
+    MIN_TIMED_STEPS,
+    PRIOR_ACCEPTED,
+    PRIOR_TRIED,
+    TIMING_MEMORY,
+)
 
 
 class PromptLookup:
@@ -105,8 +111,8 @@ class Odds:
 
     def record(self, drafted: int, accepted: int) -> None:
         # The tokens after the first rejected one were never put to the test.
-        self.accepted = MEMORY * self.accepted + accepted
-        self.tried = MEMORY * self.tried + min(accepted + 1, drafted)
+        self.accepted = ACCEPTANCE_MEMORY * self.accepted + accepted
+        self.tried = ACCEPTANCE_MEMORY * self.tried + min(accepted + 1, drafted)
         self.checked += 1
 
     def pays(self, cost_ratio: float) -> bool:

@@ -4,13 +4,18 @@
 # An NVIDIA GPU without the CUDA toolkit: with a CUDA 13 driver (580 or newer) the toolkit comes
 # from NVIDIA's wheels on PyPI (packaging/pypi_cuda.py, into the venv's cuda/ folder, ~550 MB);
 # HEARTH_CUDA_FROM_PYPI=0 skips that. Any failure there falls back to the CPU build.
+# Exactly the version pyproject.toml pins (the prompt copy's cell format was checked with it): another
+# version already installed is replaced.
+VERSION=0.3.36
 PY="$1"
 HERE=$(dirname "$0")
-if "$PY" -c "import llama_cpp" 2>/dev/null; then exit 0; fi
+if "$PY" -c "import sys, importlib.metadata as m; sys.exit(m.version('llama-cpp-python') != '$VERSION')" 2>/dev/null; then
+    exit 0
+fi
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
     if command -v nvcc >/dev/null 2>&1; then
         echo "hearth: NVIDIA GPU and CUDA toolkit found: building llama-cpp-python with CUDA"
-        CMAKE_ARGS="${CMAKE_ARGS:--DGGML_CUDA=on}" "$PY" -m pip install -q --no-binary llama-cpp-python "llama-cpp-python>=0.3.36"
+        CMAKE_ARGS="${CMAKE_ARGS:--DGGML_CUDA=on}" "$PY" -m pip install -q --no-binary llama-cpp-python "llama-cpp-python==$VERSION"
         exit $?
     fi
     CUDA=$("$PY" "$HERE/pypi_cuda.py" driver-cuda 2>/dev/null)
@@ -22,7 +27,7 @@ if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
         echo "hearth: llama-cpp-python for this GPU (10-30 minutes). HEARTH_CUDA_FROM_PYPI=0 builds for the CPU."
         if "$PY" "$HERE/pypi_cuda.py" install "$CUDA_DIR" >/dev/null \
             && CMAKE_ARGS="$("$PY" "$HERE/pypi_cuda.py" cmake-args "$CUDA_DIR/toolkit")" "$PY" -m pip install -q --no-cache-dir \
-                --no-binary llama-cpp-python "llama-cpp-python>=0.3.36" \
+                --no-binary llama-cpp-python "llama-cpp-python==$VERSION" \
             && "$PY" -c "import sys, llama_cpp; sys.exit(0 if llama_cpp.llama_supports_gpu_offload() else 1)"; then
             echo "hearth: llama-cpp-python is built with CUDA"
             exit 0
@@ -41,4 +46,4 @@ if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
         ;;
     esac
 fi
-CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-2}" "$PY" -m pip install -q "llama-cpp-python>=0.3.36"
+CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-2}" "$PY" -m pip install -q "llama-cpp-python==$VERSION"

@@ -48,3 +48,34 @@ def test_a_second_make_run_only_starts_the_app(tmp_path: Path) -> None:
     lines = plan("run", venv)
     assert not any("pip" in line for line in lines) and lines[-1].endswith("-m app")
     assert any("pip install" in line for line in plan("run", venv, "EXTRAS=gguf,default-model"))  # other extras
+
+
+def _install_llama(tmp_path: Path, installed: str | None) -> list[str]:
+    """Run packaging/pip-install-llama.sh with a stand-in interpreter: its `-c` checks run for real against a
+    site folder holding llama-cpp-python `installed` (or none), its pip commands are only written down."""
+    site = tmp_path / "site"
+    site.mkdir(parents=True)
+    if installed:
+        info = site / f"llama_cpp_python-{installed}.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: llama_cpp_python\nVersion: {installed}\n")
+    log = tmp_path / "pip.log"
+    python = tmp_path / "python"
+    python.write_text(f'#!/bin/sh\nif [ "$1" = "-c" ]; then PYTHONPATH={site} exec {shutil.which("python3")} "$@"; fi\n'
+                      f'echo "$@" >> {log}\n')
+    python.chmod(0o755)
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}  # no nvidia-smi: the CPU build
+    subprocess.run(["sh", str(ROOT / "packaging/pip-install-llama.sh"), str(python)], env=env, check=True, timeout=60)
+    return log.read_text().splitlines() if log.exists() else []
+
+
+def test_llama_cpp_python_is_pinned_to_the_version_the_prompt_copy_was_checked_with(tmp_path: Path) -> None:
+    import re
+
+    from engine.tuning import PROMPT_COPY_LLAMA_CPP_VERSION
+
+    pins = re.findall(r'"llama-cpp-python(?:\[server\])?([^"]*)"', (ROOT / "pyproject.toml").read_text())
+    assert pins and set(pins) == {f"=={PROMPT_COPY_LLAMA_CPP_VERSION}"}
+    assert _install_llama(tmp_path / "fresh", None) == [f"-m pip install -q llama-cpp-python=={PROMPT_COPY_LLAMA_CPP_VERSION}"]
+    assert _install_llama(tmp_path / "other", "0.3.35") == [f"-m pip install -q llama-cpp-python=={PROMPT_COPY_LLAMA_CPP_VERSION}"]
+    assert _install_llama(tmp_path / "same", PROMPT_COPY_LLAMA_CPP_VERSION) == []

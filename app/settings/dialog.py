@@ -211,6 +211,7 @@ class SettingsDialog(QDialog):
         if problem or remote_problem:
             return False
         self.form.remote.save_key()  # before the config is built: it carries the key to the engine
+        self.server.save_key()  # likewise for the server's options
         self._collect(self.settings)
         if self.description is not None:
             self.settings.add_recent(self.description.path)

@@ -79,7 +79,7 @@ class SettingsForm(QWidget):
         self.prompt_copy_combo.setToolTip(
             "llama.cpp on the CPU: long prompts are read with an F32 copy of a quantized model, made once and kept "
             "in the cache folder: 2-2.5x faster, ~4 bytes a parameter more memory. Answers are generated with the "
-            "quantized weights. auto: where the copy takes at most an eighth of the memory.")
+            "quantized weights. auto: small models only (a copy of at most 1 GiB, and an eighth of the memory).")
         self.device_form = _rows(group, (("Device", self.device_combo), ("GPU layers", self.gpu_layers_spin),
                                          ("CPU threads", self.threads_spin), ("Context per chat", self.context_spin),
                                          ("Parallel chats", self.slots_spin), ("", self.kv_note_label),

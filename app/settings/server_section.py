@@ -3,16 +3,27 @@
 Listening on anything but this computer's own address needs an explicit choice
 (the address field) and then an API key; `problem()` says what is missing, and
 the dialog does not apply until it is fixed. The key is shown as dots unless
-asked; Generate makes a random one.
+asked; Generate makes a random one. It is kept in the system keyring or a
+private file (secrets.py), never in settings.json.
 """
 
 from __future__ import annotations
 
 import secrets
 
-from PySide6.QtWidgets import (QCheckBox, QComboBox, QFormLayout, QGroupBox, QHBoxLayout, QLabel, QLineEdit,
-                               QPushButton, QWidget)
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QFormLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QWidget,
+)
 
+from app.settings.secrets import LOCAL_API_KEY, load_secret, save_secret
 from app.settings.store import Settings
 from app.settings.widgets import spin
 from engine.server.options import is_loopback
@@ -40,6 +51,7 @@ class ServerSection(QGroupBox):
         self.origins_edit = QLineEdit()
         self.origins_edit.setPlaceholderText("none: web pages may not call it")
         self.origins_edit.setToolTip("Comma-separated, e.g. http://localhost:3000")
+        self._saved_key = ""
         self.problem_label = QLabel()
         self.problem_label.setProperty("role", "error")
         self.problem_label.setWordWrap(True)
@@ -72,7 +84,8 @@ class ServerSection(QGroupBox):
         else:
             self.host_combo.setEditText(host)
         self.port_spin.setValue(settings.get("server.port"))
-        self.key_edit.setText(settings.get("server.api_key"))
+        self._saved_key = load_secret(LOCAL_API_KEY)
+        self.key_edit.setText(self._saved_key)
         self.origins_edit.setText(", ".join(settings.get("server.cors_origins")))
 
     def problem(self) -> str:
@@ -85,10 +98,16 @@ class ServerSection(QGroupBox):
     def show_problem(self, message: str) -> None:
         self.problem_label.setText(message)
 
+    def save_key(self) -> None:
+        """Store a changed key in the keyring or a private file, before the server's options are built."""
+        key = self.key_edit.text().strip()
+        if key != self._saved_key:
+            save_secret(LOCAL_API_KEY, key)
+            self._saved_key = key
+
     def collect(self, target: Settings) -> None:
         target.set("server.enabled", self.enabled_check.isChecked())
         target.set("server.host", self.host)
         target.set("server.port", self.port_spin.value())
-        target.set("server.api_key", self.key_edit.text().strip())
         origins = [origin.strip() for origin in self.origins_edit.text().replace(" ", ",").split(",")]
         target.set("server.cors_origins", [origin for origin in origins if origin])

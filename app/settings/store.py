@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from app.settings.location import config_dir
-from app.settings.secrets import load_api_key
+from app.settings.secrets import LOCAL_API_KEY, load_api_key, load_secret, save_secret
 from engine.paths import user_path
 from engine.protocol import ModelConfig, SamplingParams
 from engine.remote.errors import base_url
@@ -23,6 +23,8 @@ from engine.server.options import DEFAULT_PORT, ServerOptions
 
 SCHEMA_VERSION = 1
 FILE_NAME = "settings.json"
+# Where earlier versions kept the local API's key, in plain text; it moves to secrets.py on the next load.
+PLAIN_SERVER_KEY = "server.api_key"
 RECENT_LIMIT = 10
 _MODEL = {f.name: f.default for f in dataclasses.fields(ModelConfig)}
 _SAMPLING = {f.name: f.default for f in dataclasses.fields(SamplingParams)}
@@ -85,7 +87,6 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("server.host", str, "127.0.0.1", "Address the API listens on; 127.0.0.1: this computer only "
             "(any other address needs an API key)."),
     Setting("server.port", int, DEFAULT_PORT, "TCP port of the API."),
-    Setting("server.api_key", str, "", "Key clients send as 'Authorization: Bearer KEY' or 'X-Api-Key'; empty: none."),
     Setting("server.cors_origins", list, [], "Web page origins (https://host:port) that may call the API "
             "from a browser; none by default."),
 )
@@ -134,7 +135,17 @@ class Settings:
                 raise ValueError("it has no settings object")
         except ValueError as error:
             return cls._replace_bad_file(path, f"it is not valid ({error})")
-        return cls(path, data["settings"])
+        settings = cls(path, data["settings"])
+        if PLAIN_SERVER_KEY in data["settings"]:
+            settings._move_plain_server_key(data["settings"][PLAIN_SERVER_KEY])
+        return settings
+
+    def _move_plain_server_key(self, value: Any) -> None:
+        """A local API key an earlier version wrote into this file goes to the keyring (or a private file);
+        the file is written again without it."""
+        if isinstance(value, str) and value.strip():
+            save_secret(LOCAL_API_KEY, value)
+        self.save()
 
     @classmethod
     def _replace_bad_file(cls, path: Path, why: str) -> Settings:
@@ -222,7 +233,7 @@ def server_options(settings: Settings) -> ServerOptions | None:
     if not settings.get("server.enabled"):
         return None
     return ServerOptions(host=settings.get("server.host").strip(), port=settings.get("server.port"),
-                         api_key=settings.get("server.api_key").strip(),
+                         api_key=load_secret(LOCAL_API_KEY),
                          cors_origins=tuple(settings.get("server.cors_origins")))
 
 

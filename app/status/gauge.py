@@ -222,6 +222,8 @@ class GaugeWidget(QFrame):
             ("Model", html.escape(self._model_summary())),
             ("Context", f"{self.model.context_length} tokens per chat"),
         ]
+        if self.model.metadata_name and self.model.metadata_name != self.model.name:
+            rows.append(("Name in the file", html.escape(self.model.metadata_name)))
         if self.model.decode:
             rows.append(("Decode", html.escape(self.model.decode)))
         if self.model.prompt_reading:

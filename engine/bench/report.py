@@ -27,10 +27,11 @@ def best(samples: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
 def memory_figures(config: ModelConfig, measured: int) -> dict[str, int]:
     """The estimate next to the measured RSS growth; the measurement alone if the estimate fails."""
-    from engine.catalog import memory, models
+    from engine.catalog import models
+    from engine.catalog.here import estimate_here
 
     try:
-        return {"estimated_bytes": memory.estimate(models.describe(config.path), config).total_bytes,
+        return {"estimated_bytes": estimate_here(models.describe(config.path), config).total_bytes,
                 "measured_bytes": measured}
     except Exception:  # noqa: BLE001 - an estimate that fails is reported as missing, not fatal
         return {"measured_bytes": measured}

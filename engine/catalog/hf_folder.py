@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from engine.catalog.description import ModelDescription, ModelReadError
+from engine.catalog.model_files import known_name
 
 _SAFETENSORS_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2,
                       "I8": 1, "U8": 1, "BOOL": 1, "F8_E4M3": 1, "F8_E5M2": 1}
@@ -55,11 +56,7 @@ def describe_hf_config(path: str, name: str, config: dict[str, Any], headers: Se
 
 
 def _hf_name(folder: Path) -> str:
-    # in the hub cache a snapshot folder is a commit hash under models--org--name
-    cache_repo = folder.parent.parent.name
-    if folder.parent.name == "snapshots" and cache_repo.startswith("models--"):
-        return cache_repo.removeprefix("models--").replace("--", "/")
-    return folder.name
+    return known_name(folder)
 
 
 def _read_config(folder: Path) -> dict[str, Any]:

@@ -11,31 +11,35 @@ from dataclasses import dataclass
 from typing import Literal
 
 from engine.catalog.description import ModelDescription
+from engine.catalog.prompt_copy_rule import (
+    PROMPT_COPY_BYTES_PER_PARAM,
+    prompt_copy_wanted,
+)
 from engine.protocol import ModelConfig
+
+# The calibration (runtime bytes, activations, the GPU's extras) and where it was measured: engine/tuning.py.
+from engine.tuning import (
+    ACTIVATION_FLOATS_PER_DIM,
+    CUDA_CONTEXT_BYTES,
+    HF_GPU_RESERVE_FRACTION,
+    HF_QUANT_RUNTIME_BYTES,
+    HF_RUNTIME_BYTES,
+    HF_TOKENIZER_BYTES_PER_TOKEN,
+    LLAMA_RUNTIME_BYTES,
+    TIGHT_FRACTION,
+)
 from engine.units import format_bytes
 
+__all__ = ["PROMPT_COPY_BYTES_PER_PARAM", "Estimate", "Level", "Verdict", "estimate", "prompt_copy_wanted",
+           "suggest", "verdict"]
 KV_BYTES_PER_ELEMENT = {"f16": 2.0, "q8_0": 34 / 32, "q4_0": 18 / 32}  # ggml block sizes
 DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "fp32": 4, "fp16": 2, "bf16": 2}
 # bitsandbytes: int8 keeps one fp32 scale per row (~0); 4-bit one fp32 absmax per 64 weights,
 # or with double quantization an 8-bit absmax plus one fp32 per 256 blocks
 QUANT_BYTES_PER_PARAM = {"int8": 1.0, "nf4": 0.5 + 4 / 64, "fp4": 0.5 + 4 / 64}
 DOUBLE_QUANT_BYTES_PER_PARAM = 0.5 + 1 / 64 + 4 / (64 * 256)
-# transformers, calibrated on the CPU against RSS growth (see _hf_overhead and tests/engine/catalog/test_memory_hf.py)
-HF_RUNTIME_BYTES = 42 << 20
-HF_QUANT_RUNTIME_BYTES = {"none": 0, "int8": 20 << 20, "nf4": 5 << 20, "fp4": 5 << 20}
-HF_TOKENIZER_BYTES_PER_TOKEN = {"hf": 307, "gguf": 670}  # a fast tokenizer; converted from a GGUF's vocabulary
-HF_GPU_RESERVE_FRACTION = 0.10  # torch's caching allocator holds more than it hands out: the usual figure
-# llama.cpp, calibrated against RSS on the CPU (see _llamacpp_overhead)
-LLAMA_RUNTIME_BYTES = 16 << 20
 LLAMA_UBATCH = 512  # llama.cpp's default micro-batch: n_ubatch = min(n_batch, 512)
-ACTIVATION_FLOATS_PER_DIM = 17
-CUDA_CONTEXT_BYTES = 400 << 20  # CUDA context + cuBLAS workspace: the usual figure, not measured here
 CONTEXT_STEP = 256
-TIGHT_FRACTION = 0.70  # more than this share of the device is "tight"
-# llama.cpp on the CPU reads long prompts with an F32 copy of a quantized file (runners/llamacpp/prompt_copy.py)
-PROMPT_COPY_BYTES_PER_PARAM = 4
-PROMPT_COPY_AUTO_SHARE = 1 / 8  # auto: only where the copy takes at most this share of the memory
-UNQUANTIZED_FILE_TYPES = {"F32", "F16", "BF16"}
 
 Level = Literal["fits", "tight", "does not fit"]
 
@@ -56,7 +60,7 @@ class Estimate:
     transient_bytes: int = 0  # the part of the overhead a step allocates and frees again (transformers)
     repacked_bytes: int = 0  # the part of the weights that is llama.cpp's repacked copy on the CPU
     prompt_copy_bytes: int = 0  # llama.cpp's F32 copy for reading prompts: its weights and one chat's cache
-    total_memory: int = 0  # the machine's RAM the estimate was made for (0: not known)
+    total_memory: int = 0  # the machine's RAM the estimate was made for
 
     @property
     def total_bytes(self) -> int:
@@ -91,31 +95,20 @@ class Verdict:
 # ---------------------------------------------------------------- the estimate
 
 
-def estimate(model: ModelDescription, config: ModelConfig, has_gpu: bool = False, total_memory: int = 0) -> Estimate:
-    """Weights + KV cache + runtime overhead for this model and configuration.
+def estimate(model: ModelDescription, config: ModelConfig, *, has_gpu: bool, total_memory: int) -> Estimate:
+    """Weights + KV cache + runtime overhead for this model and configuration on a given machine.
 
     `has_gpu` resolves device "auto": a GPU is used when one is there. `total_memory` (the machine's
-    RAM; 0: not known) decides whether "auto" reads prompts with a copy; not known, it is counted.
+    RAM in bytes) decides, as the runner does, whether "auto" reads prompts with a copy; both are
+    required, so no caller can size a model for a machine it did not name (engine/catalog/here.py
+    fills them in for this one).
     """
+    if total_memory <= 0:
+        raise ValueError(f"the memory estimate needs the machine's RAM, not {total_memory} bytes")
     on_gpu = config.device.startswith("cuda") or (config.device == "auto" and has_gpu)
     if config.backend == "llamacpp":
         return _estimate_llamacpp(model, config, on_gpu, total_memory)
-    return _estimate_hf(model, config, on_gpu)
-
-
-def prompt_copy_wanted(config: ModelConfig, weights_on_gpu: bool, file_type: str, n_params: int,
-                       total_memory: int) -> tuple[bool, str]:
-    """Whether llama.cpp reads long prompts with an F32 copy of the weights; why not, where not."""
-    if config.prompt_copy == "off":
-        return False, ""
-    if weights_on_gpu:
-        return False, "off (the weights are on the GPU)"
-    if file_type.upper() in UNQUANTIZED_FILE_TYPES:
-        return False, "off (the weights are not quantized)"
-    copy = PROMPT_COPY_BYTES_PER_PARAM * n_params
-    if config.prompt_copy == "auto" and total_memory and copy > total_memory * PROMPT_COPY_AUTO_SHARE:
-        return False, "off (auto: the copy would take more than an eighth of the memory)"
-    return True, ""
+    return dataclasses.replace(_estimate_hf(model, config, on_gpu), total_memory=total_memory)
 
 
 def kv_cache_bytes(model: ModelDescription, cells: int, bytes_per_element: float) -> int:

@@ -58,3 +58,17 @@ def split_parts(first: Path) -> list[Path]:
 def whole_models(gguf_files: Iterable[Path]) -> list[Path]:
     """GGUF files that are a model each: part 1 of a split model stands for all its parts."""
     return [path for path in gguf_files if (split := parse_split(path.name)) is None or split.is_first]
+
+
+def known_name(path: str | Path) -> str:
+    """The name a user knows a model by: the GGUF file's name without .gguf (and without -00001-of-0000N for a
+    split model), or the folder's, or for a Hugging Face cache snapshot the repo's ("org/name"). Never the
+    file's own metadata (GGUF general.name is often a training run's label)."""
+    path = Path(path)
+    if path.suffix.lower() == ".gguf":
+        split = parse_split(path.name)
+        return PurePosixPath(split.prefix).name if split is not None else path.stem
+    repo = path.parent.parent.name  # in the hub cache a snapshot folder is a commit hash under models--org--name
+    if path.parent.name == "snapshots" and repo.startswith("models--"):
+        return repo.removeprefix("models--").replace("--", "/")
+    return path.name

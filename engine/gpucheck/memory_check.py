@@ -55,10 +55,11 @@ class MemoryCheck:
 
     @staticmethod
     def _estimate(config: ModelConfig, on_gpu: bool) -> dict[str, Any]:
-        from engine.catalog import memory, models
+        from engine.catalog import models
+        from engine.catalog.here import estimate_here
 
         try:
-            found = memory.estimate(models.describe(config.path), config, has_gpu=on_gpu)
+            found = estimate_here(models.describe(config.path), config, has_gpu=on_gpu)
         except Exception as error:  # noqa: BLE001 - a figure that could not be made is reported as such
             return {"estimate_error": str(error)}
         return {"estimate_device_bytes": found.device_bytes, "estimate_total_bytes": found.total_bytes,

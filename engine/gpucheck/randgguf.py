@@ -191,6 +191,40 @@ def write_random(skeleton: str | Path, target: Path, shape: LlamaShape | None = 
     return target
 
 
+def write_header(target: Path, shape: LlamaShape, types: dict[str, str], file_type: int, arch: str = "llama") -> Path:
+    """A GGUF of `shape` whose tensors are listed but not written: the header a real file of this shape and
+    these types (any ggml type, Q4_K included) would have, and the file as long as that file (sparse: it
+    takes no disk). For what reads headers only (the memory estimate); llama.cpp cannot run it."""
+    import gguf
+
+    writer = gguf.GGUFWriter(target, arch=arch)
+    writer.add_name(shape.name or f"random {shape.layers}x{shape.embedding}")
+    writer.add_file_type(file_type)
+    writer.add_vocab_size(shape.vocab)
+    writer.add_context_length(8192)
+    writer.add_block_count(shape.layers)
+    writer.add_embedding_length(shape.embedding)
+    writer.add_feed_forward_length(shape.feed_forward)
+    writer.add_head_count(shape.heads)
+    writer.add_head_count_kv(shape.kv_heads)
+    data_bytes = 0
+    for spec in llama_tensors(shape, types):
+        kind = gguf.GGMLQuantizationType[spec.type]
+        values_per_block, block_bytes = gguf.GGML_QUANT_SIZES[kind]
+        row_bytes = spec.shape[0] // values_per_block * block_bytes
+        byte_shape = (*reversed(spec.shape[1:]), row_bytes)
+        nbytes = row_bytes * int(np.prod(spec.shape[1:]))
+        writer.add_tensor_info(spec.name, byte_shape, np.dtype(np.uint8), nbytes, raw_dtype=kind)
+        data_bytes += -(-nbytes // writer.data_alignment) * writer.data_alignment
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_ti_data_to_file()
+    writer.close()
+    with open(target, "r+b") as stream:
+        stream.truncate(target.stat().st_size + data_bytes)
+    return target
+
+
 def scaled(base: LlamaShape, **change: Any) -> LlamaShape:
     return replace(base, **change)
 

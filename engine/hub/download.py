@@ -42,7 +42,8 @@ def fetch_choice(listing: RepoListing, choice: ModelChoice, settings: HubSetting
     """Download what `choice` needs; the local path to load: the GGUF file (part 1) or the snapshot folder."""
     snapshot = download(listing.repo_id, listing.revision, listing.commit, choice.files, settings,
                         on_progress, cancelled)
-    return str(snapshot / choice.key) if choice.kind == "gguf" else str(snapshot)
+    return str(CacheLayout(settings.cache, listing.repo_id).in_snapshot(listing.commit, choice.key)) \
+        if choice.kind == "gguf" else str(snapshot)
 
 
 def download(repo_id: str, revision: str, commit: str, files: Sequence[HubFile], settings: HubSettings,
@@ -54,6 +55,7 @@ def download(repo_id: str, revision: str, commit: str, files: Sequence[HubFile],
     """
     layout = CacheLayout(settings.cache, repo_id)
     _check_checksums(repo_id, files)
+    layout.check_names(revision, commit, files)
     missing = [file for file in files if _present(layout, commit, file) is None]
     if missing:
         settings.check_reachable()
@@ -73,7 +75,7 @@ def _present(layout: CacheLayout, commit: str, file: HubFile) -> Path | None:
     """The file's complete bytes in the cache: its blob, or (where links are refused) the snapshot's copy."""
     if layout.has_blob(file):
         return layout.blob(file)
-    target = layout.snapshot(commit) / file.path
+    target = layout.in_snapshot(commit, file.path)
     return target if layout.is_linked(commit, file) and not target.is_symlink() else None
 
 

@@ -47,3 +47,9 @@ class DownloadCancelled(HubError):
 
 class DownloadBusy(HubError):
     kind = "busy"
+
+
+class UnsafeHubPath(HubError):
+    """A name from the Hub (a file, an ETag, a commit, a revision) that would lead outside the cache folder."""
+
+    kind = "unsafe"

@@ -40,6 +40,7 @@ class FitReport:
     recommended: ModelChoice | None
     why: str  # one line
     memory: DeviceMemory
+    ram_bytes: int = 0  # the machine's RAM the verdicts were made for (the prompt copy's "auto" depends on it)
 
     def fit(self, key: str) -> Fit:
         return next(fit for fit in self.fits if fit.choice.key == key)
@@ -56,13 +57,17 @@ def target_memory(config: ModelConfig) -> tuple[DeviceMemory, bool]:
 
 def assess(listing: RepoListing, descriptions: dict[str, ModelDescription], config: ModelConfig,
            memory: DeviceMemory | None = None, has_gpu: bool | None = None) -> FitReport:
-    """A verdict for every choice at the user's context and parallel chats, and the one to take."""
+    """A verdict for every choice at the user's context and parallel chats, and the one to take.
+
+    `memory` is the device the model will live in (this machine's, read here, when not given); the
+    estimate also needs the machine's RAM: that device's size when it is the RAM, else read here."""
     if memory is None or has_gpu is None:
         memory, has_gpu = target_memory(config)
-    fits = tuple(_fit(choice, descriptions[choice.key], config, memory, has_gpu)
+    ram_bytes = memory.total_bytes if memory.device == "cpu" else system_memory().total_bytes
+    fits = tuple(_fit(choice, descriptions[choice.key], config, memory, has_gpu, ram_bytes)
                  for choice in listing.choices if choice.key in descriptions)
     recommended, why = recommend(fits, memory, config)
-    return FitReport(fits, recommended, why, memory)
+    return FitReport(fits, recommended, why, memory, ram_bytes)
 
 
 def config_for(choice: ModelChoice, config: ModelConfig, path: str = "") -> ModelConfig:
@@ -74,8 +79,8 @@ def config_for(choice: ModelChoice, config: ModelConfig, path: str = "") -> Mode
 
 
 def _fit(choice: ModelChoice, model: ModelDescription, config: ModelConfig, memory: DeviceMemory,
-         has_gpu: bool) -> Fit:
-    result = estimate(model, config_for(choice, config, model.path), has_gpu=has_gpu)
+         has_gpu: bool, ram_bytes: int) -> Fit:
+    result = estimate(model, config_for(choice, config, model.path), has_gpu=has_gpu, total_memory=ram_bytes)
     answer = verdict(result, memory.free_bytes, memory.total_bytes)
     return Fit(choice, answer.level, result.device_bytes, answer.message, answer.suggestion)
 
@@ -139,5 +144,5 @@ def repo_view(repo_id: str, settings: HubSettings, config: ModelConfig, revision
 def downloaded_choices(listing: RepoListing, settings: HubSettings) -> dict[str, str]:
     layout = CacheLayout(settings.cache, listing.repo_id)
     snapshot = layout.snapshot(listing.commit)
-    return {choice.key: str(snapshot / choice.key if choice.kind == "gguf" else snapshot)
+    return {choice.key: str(layout.in_snapshot(listing.commit, choice.key) if choice.kind == "gguf" else snapshot)
             for choice in listing.choices if all(layout.is_linked(listing.commit, file) for file in choice.files)}

@@ -76,7 +76,8 @@ class OutputFormat:
             found.append("tools")
         if self.reasoning is not None:
             found.append("reasoning")
-            if "enable_thinking" in self.reasoning.switches:
+            # Think on/off: the template's switch, or the empty thought its authors document
+            if "enable_thinking" in self.reasoning.switches or self.reasoning.empty_thought:
                 found.append("thinking_switch")
             if "reasoning_effort" in self.reasoning.switches:
                 found.append("reasoning_effort")

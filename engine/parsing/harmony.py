@@ -44,6 +44,9 @@ class HarmonyParser:
         self.reasoning_closed = False
         self._reasoned = False
 
+    # A call's name is read with its header: the lazy call grammar does not apply (the arguments stay free)
+    call_just_opened = False
+
     @property
     def in_reasoning(self) -> bool:
         return self._header is None and self._kind == "reasoning"

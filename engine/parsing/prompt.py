@@ -15,6 +15,7 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
+from engine.chat_template import ChatTemplateError
 from engine.parsing.detect import starts_in_reasoning
 from engine.parsing.formats import FALLBACK_TOOL_FORMAT, OutputFormat, ToolCallFormat
 from engine.parsing.harmony import HarmonyParser
@@ -40,6 +41,14 @@ class TurnSetup:
     output: OutputFormat
     tools: ToolCallFormat | None  # the call format the parser looks for; None: no tools this turn
     in_reasoning: bool  # the prompt opened the thinking: the output starts inside it
+    tool_specs: tuple[ToolSpec, ...] = ()
+    tool_choice: str = "auto"  # Submit.tool_choice
+    parallel_tool_calls: bool = True
+
+    @property
+    def forced_call(self) -> bool:
+        """tool_choice "required" or a tool's name: the answer must be a call."""
+        return self.tools is not None and self.tool_choice not in ("auto", "none")
 
     def parser(self) -> OutputParser | HarmonyParser:
         if self.output.harmony:
@@ -51,11 +60,25 @@ def prepare_turn(render: Render, output: OutputFormat, submit: Submit) -> tuple[
     """The prompt text for this turn and how to parse what comes back."""
     tools = submit.tools if submit.tool_choice != "none" else ()
     native = output.tools is not None
-    messages = submit.messages if native else fallback_messages(submit.messages, tools)
-    prompt = render(messages, tools if native else (), submit.template_options)
+    if native:
+        prompt = render(submit.messages, tools, submit.template_options)
+    else:
+        prompt = _render_fallback(render, submit.messages, tools, submit.template_options)
     prompt += _thinking_off_prefill(output, submit.template_options)
     call_format = (output.tools if native else FALLBACK_TOOL_FORMAT) if tools else None
-    return prompt, TurnSetup(output, call_format, starts_in_reasoning(prompt, output))
+    return prompt, TurnSetup(output, call_format, starts_in_reasoning(prompt, output), tuple(tools),
+                             submit.tool_choice, submit.parallel_tool_calls)
+
+
+def _render_fallback(render: Render, messages: Sequence[ChatMessage], tools: Sequence[ToolSpec],
+                     options: Sequence[tuple[str, str]]) -> str:
+    try:
+        return render(fallback_messages(messages, tools), (), options)
+    except ChatTemplateError:
+        if not tools:
+            raise
+        # Templates without a system role (Gemma's refuse one): the tools go before the first question
+        return render(fallback_messages(messages, tools, in_system=False), (), options)
 
 
 def plain_turn(output: OutputFormat) -> TurnSetup:
@@ -71,7 +94,8 @@ def _thinking_off_prefill(output: OutputFormat, options: Sequence[tuple[str, str
     return reasoning.empty_thought
 
 
-def fallback_messages(messages: Sequence[ChatMessage], tools: Sequence[ToolSpec]) -> tuple[ChatMessage, ...]:
+def fallback_messages(messages: Sequence[ChatMessage], tools: Sequence[ToolSpec],
+                      in_system: bool = True) -> tuple[ChatMessage, ...]:
     """The conversation for a template without tool support: tools in the system prompt, calls as text."""
     mapped: list[ChatMessage] = []
     for message in messages:
@@ -87,7 +111,7 @@ def fallback_messages(messages: Sequence[ChatMessage], tools: Sequence[ToolSpec]
         else:
             mapped.append(message)
     if tools:
-        mapped = _with_system(mapped, fallback_tool_prompt(tools))
+        mapped = _with_system(mapped, fallback_tool_prompt(tools), in_system)
     return tuple(mapped)
 
 
@@ -111,7 +135,12 @@ def fallback_tool_prompt(tools: Sequence[ToolSpec]) -> str:
     return FALLBACK_TOOL_PROMPT.format(tools="\n".join(described))
 
 
-def _with_system(messages: list[ChatMessage], text: str) -> list[ChatMessage]:
+def _with_system(messages: list[ChatMessage], text: str, in_system: bool) -> list[ChatMessage]:
+    if not in_system:
+        first = next((i for i, message in enumerate(messages) if message.role == "user"), None)
+        if first is not None:
+            merged = replace(messages[first], content=f"{text}\n\n{messages[first].content}")
+            return [*messages[:first], merged, *messages[first + 1 :]]
     if messages and messages[0].role == "system":
         return [replace(messages[0], content=f"{messages[0].content}\n\n{text}"), *messages[1:]]
     return [ChatMessage("system", text), *messages]

@@ -2,6 +2,8 @@
 
 Also the base URL's normal form: users paste `http://host:8000`, `host:8000/v1/`
 or `https://host/v1/chat/completions`; every request goes to `<base>/v1/...`.
+A URL typed without a scheme gets https, since its requests carry the API key;
+only this computer's own addresses (localhost, 127.0.0.1, ::1) get http.
 """
 
 from __future__ import annotations
@@ -13,19 +15,32 @@ import ssl
 
 import httpx2
 
+from engine.loopback import is_loopback
+
 RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
 
 
 def base_url(url: str) -> str:
-    """`http://host:port` (with any path prefix before /v1), no trailing slash; http:// added when none is given."""
+    """`scheme://host:port` (with any path prefix before /v1), no trailing slash; without a scheme, https://
+    (http:// for this computer's own addresses)."""
     url = url.strip()
     if url and "://" not in url:
-        url = "http://" + url
+        url = ("http://" if is_loopback(_host_of(url)) else "https://") + url
     url = url.rstrip("/")
     for tail in ("/chat/completions", "/models", "/v1"):
         if url.endswith(tail):
             url = url[: -len(tail)].rstrip("/")
     return url
+
+
+def _host_of(address: str) -> str:
+    """The host of `host:port/path`, `[::1]:8000` or a bare `::1`."""
+    authority = address.split("/", 1)[0]
+    if authority.startswith("["):
+        return authority[1:].split("]", 1)[0]
+    if authority.count(":") > 1:
+        return authority  # a bare IPv6 address
+    return authority.split(":", 1)[0]
 
 
 def endpoint(url: str, path: str) -> str:

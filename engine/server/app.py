@@ -220,9 +220,20 @@ async def _api_error(request: Request, error: Exception) -> Response:
 
 async def _http_error(request: Request, error: Exception) -> Response:
     assert isinstance(error, HTTPException)
-    message = {404: f"There is no {request.url.path} here; the API is under /v1.",
+    message = {404: f"There is no {request.url.path} here. This server has: {endpoints(request.app)}.",
                405: f"{request.method} is not allowed on {request.url.path}."}.get(error.status_code, str(error.detail))
     return _error_json(request, error.status_code, message)
+
+
+def endpoints(app: Starlette) -> str:
+    """ "GET /health, POST /v1/chat/completions, ...": every route the app has, as it has them."""
+    found = []
+    for route in app.routes:
+        path = getattr(route, "path", "")
+        methods = sorted(set(getattr(route, "methods", None) or ()) - {"HEAD"})
+        if path:
+            found.append(f"{'/'.join(methods)} {path}".strip())
+    return ", ".join(found)
 
 
 async def _server_error(request: Request, error: Exception) -> Response:

@@ -2,25 +2,19 @@
 
 from __future__ import annotations
 
-import ipaddress
 from dataclasses import dataclass
 
-LOOPBACK_NAMES = ("localhost",)
+from engine.loopback import is_loopback
+
 DEFAULT_PORT = 8642
 API_CHAT_PREFIX = "api-"  # the chat ids of API requests (a tab's id is bare hex): the gauge names them so
 
 
+__all__ = ["DEFAULT_PORT", "ServerOptions", "ServerOptionsError", "is_loopback"]
+
+
 class ServerOptionsError(ValueError):
     """Options that must not be used as given; the message says what to change."""
-
-
-def is_loopback(host: str) -> bool:
-    if host.lower() in LOOPBACK_NAMES:
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 @dataclass(frozen=True)

@@ -177,6 +177,7 @@ CAPABILITY_NAMES = {"tools": "tool_use", "reasoning": "reasoning"}
 
 
 def model_list(model_id: str | None, created: int, capabilities: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The id and what the model can do; not where it lies on this computer: that is not the clients' business."""
     shown = [CAPABILITY_NAMES.get(name, name) for name in capabilities]
     models = [] if model_id is None else [{"id": model_id, "object": "model", "created": created,
                                            "owned_by": "hearth", "capabilities": shown}]

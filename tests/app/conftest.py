@@ -47,12 +47,16 @@ def fail_on_qt_warnings() -> Iterator[list[str]]:
 
 
 @pytest.fixture(autouse=True)
-def settings_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def settings_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """The user's own settings and chats never leak into a test."""
     folder = tmp_path / "config"
     monkeypatch.setenv("HEARTH_CONFIG_DIR", str(folder))
     monkeypatch.setenv("HEARTH_DATA_DIR", str(tmp_path / "data"))  # nor the user's chat history
-    return folder
+    from app.settings import secrets
+
+    secrets.forget_cache()  # nor a key another test stored
+    yield folder
+    secrets.forget_cache()
 
 
 @pytest.fixture

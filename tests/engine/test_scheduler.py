@@ -201,3 +201,56 @@ def test_a_fallback_templates_markers_end_the_answer_and_never_show() -> None:
     assert (text_of(events, "b"), finished(events, "b").reason) == ("Ro", "stop")  # its own stops still count
     scheduler.submit("c", encode("c>"), SamplingParams(temperature=0, ignore_eos=True))
     assert scheduler.waiting[-1].params.stop == (), "the benchmark's ignore_eos runs on, as past an end token"
+
+
+def test_half_an_end_marker_is_dropped_when_the_answer_stops_at_its_token_limit() -> None:
+    """A base model's answer cut at max tokens in the middle of the fallback's next-turn marker: that half marker
+    was held back (it could have become the marker) and is dropped, not shown; half a stop string the user asked
+    for is the answer's own text and is shown."""
+    from engine.chat_template import FALLBACK_END_MARKERS
+
+    cut = "next level?\n<|im_start"
+    runner = FakeRunner({"a": cut + "|>user", "b": "okEN"}, slots=2, end_markers=FALLBACK_END_MARKERS)
+    scheduler = Scheduler(runner)
+    scheduler.submit("a", encode("a>"), SamplingParams(temperature=0, max_new_tokens=len(cut), speculative="off"))
+    scheduler.submit("b", encode("b>"), SamplingParams(temperature=0, max_new_tokens=4, stop=("END",),
+                                                       speculative="off"))
+    events = run_until_idle(scheduler)
+    assert (text_of(events, "a"), finished(events, "a").reason) == ("next level?\n", "length")
+    assert finished(events, "a").text == "next level?\n" and finished(events, "a").stats.generated_tokens == len(cut)
+    assert (text_of(events, "b"), finished(events, "b").text) == ("okEN", "okEN")
+
+
+def test_a_full_cache_fails_the_step_once_and_never_feeds_its_tokens_twice() -> None:
+    """The runner takes a step's tokens into its cache record and penalty history (and the prompt copy) before
+    llama_decode says the cache is full. Feeding the same step again would apply them twice: the turns of that
+    step end with the runner's message instead, their caches are given up, and the next turn reads its prompt
+    again from the start."""
+    from engine.runners.base import CacheFull
+
+    class FullOnce(FakeRunner):
+        def __init__(self) -> None:
+            super().__init__({"a": "one", "b": "two"}, slots=2)
+            self.applied: list[tuple[int, int, tuple[int, ...]]] = []  # (slot, start, tokens) per forward
+            self.full = True
+
+        def forward(self, work):  # type: ignore[no-untyped-def]
+            self.applied += [(item.slot, item.start_pos, tuple(item.fed)) for item in work]
+            if self.full:
+                self.full = False
+                raise CacheFull("This chat's cache has no room for this step.")
+            return super().forward(work)
+
+    runner = FullOnce()
+    scheduler = Scheduler(runner)
+    scheduler.submit("a", encode("a>"), NO_DRAFTS)
+    scheduler.submit("b", encode("b>"), NO_DRAFTS)
+    events = scheduler.step()
+    assert len(runner.applied) == len(set(runner.applied)) == 2, "a step's tokens were fed twice"
+    assert {finished(events, chat).reason for chat in "ab"} == {"error"}
+    assert finished(events, "a").message == "This chat's cache has no room for this step."
+    assert all(slot.chat_id is None and slot.cached == [] for slot in scheduler.slots)
+    scheduler.submit("a", encode("a>"), NO_DRAFTS)
+    events = run_until_idle(scheduler)
+    assert text_of(events, "a") == "one" and finished(events, "a").reason == "stop"
+    assert runner.applied[2] == (0, 0, tuple(encode("a>")))  # read again from position 0

@@ -92,16 +92,13 @@ def test_a_turn_waits_while_a_running_prompt_computes_a_long_start_of_it() -> No
     short = turn("c", system[: MIN_SHARED_PREFIX - 1] + [300])  # too short a start to wait for
     assert not table.prefix_being_computed(short)
 
-def test_forgetting_clears_the_runner_cache_of_idle_slots_only_when_asked() -> None:
+def test_forgetting_a_chat_clears_its_slot_here_and_in_the_runner_only() -> None:
     table, cleared = table_of(3)
     for index, chat in enumerate("abc"):
         table[index].chat_id, table[index].cached = chat, [index]
-    table.occupy(table[1], turn("b", [1]))
-    table.forget_idle()
-    assert cleared == [0, 2]
-    assert [(slot.chat_id, slot.cached) for slot in table] == [(None, []), ("b", [1]), (None, [])]
     table.forget_chat("b")
-    assert cleared == [0, 2, 1] and table[1].chat_id is None
+    assert cleared == [1]
+    assert [(slot.chat_id, slot.cached) for slot in table] == [("a", [0]), (None, []), ("c", [2])]
 
 
 def test_a_new_chat_takes_the_idle_slot_its_prompt_continues_over_a_free_one() -> None:

@@ -21,11 +21,18 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import torch
 
+from engine.catalog.model_files import known_name
 from engine.chat_template import end_markers, render_chat
 from engine.detokenizer import OffsetDetokenizer
 from engine.parsing.detect import detect_format
 from engine.protocol import ChatMessage, Constraint, ModelConfig, ModelInfo, SamplingParams, TokenLogprob, ToolSpec
-from engine.runners.base import PENALTY_LAST_N, CacheFull, Progress, RunnerError, SlotWork
+from engine.runners.base import (
+    PENALTY_LAST_N,
+    CacheFull,
+    Progress,
+    RunnerError,
+    SlotWork,
+)
 from engine.runners.hf.cache import SlotCache, StepPlan, build_plan, uses_varlen
 from engine.runners.hf.decode import StaticDecoder, choose_decode, is_decode_step
 from engine.runners.hf.embeddings import embed
@@ -112,12 +119,13 @@ class HfRunner:
         context = requested
         if self.trained_context_length and context > self.trained_context_length:
             context = self.trained_context_length
-            notes.append(f"context limited to the model's trained {context} tokens")
+            notes.append(f"The context was capped at {context:,} tokens per chat, the length this model was trained on.")
         window = getattr(text_config, "sliding_window", None)
         if isinstance(window, int) and 0 < window < context:
             # Our masks are full causal; beyond the window they would differ from the model's.
             context = window
-            notes.append(f"context limited to the model's sliding window of {window} tokens")
+            notes.append(f"The context was capped at {window:,} tokens per chat: this model only looks back that far "
+                         "(its sliding window).")
         return max(16, context)
 
     def _warm_up(self) -> None:
@@ -147,13 +155,15 @@ class HfRunner:
         device = str(self.device)
         attention = attention_label(self._attention, self.device, loaded.dtype)
         if attention == "SDPA (flash kernel)":
-            notes.append("steps serving several chats pass a mask, for which SDPA uses its memory-efficient kernel")
+            notes.append("While several chats are answered at once, attention runs on a slower kernel than for one "
+                         "chat alone (PyTorch's memory-efficient one, not flash). Answers are not affected.")
         if config.flash_attention == "auto":
             attention = chosen_by_auto(attention)
         if self.device.type == "cuda":
             device = f"{device} ({torch.cuda.get_device_name(self.device)})"
         return ModelInfo(
-            name=loaded.source.name,
+            name=known_name(loaded.source.folder / loaded.source.gguf_file if loaded.source.gguf_file
+                            else loaded.source.folder),
             path=config.path,
             backend="hf",
             device=device,

@@ -61,4 +61,6 @@ def chat_template(tokenizer: Any) -> str | None:
 def hidden_special_ids(tokenizer: Any, shown: Sequence[str]) -> set[int]:
     """The special tokens a decoded answer leaves out: all of them but the markers the output parser reads."""
     shown_ids = single_token_ids(tokenizer, shown)
-    return {int(i) for i in tokenizer.all_special_ids} - shown_ids
+    added = getattr(tokenizer, "added_tokens_decoder", {})  # what decode(skip_special_tokens=True) leaves out
+    special = {int(i) for i, token in added.items() if getattr(token, "special", False)}
+    return (special | {int(i) for i in tokenizer.all_special_ids}) - shown_ids

@@ -10,11 +10,11 @@ import llama_cpp
 def copy_sequence(context: int, source: int, target: int, cache_on_gpu: bool) -> None:
     """Make sequence `target` hold what `source` holds (`target` is emptied first).
 
-    On the CPU only the cells `source` holds are copied, through llama.cpp's sequence
-    state: between streams llama.cpp's own copy moves every position of the context
-    (three copies of 4,096 positions added ~80 ms to a 25-token step; README). With the
-    cache on a GPU the state would travel through host memory, so the stream copy stays
-    there (a buffer copy on the device, at the next decode).
+    On the CPU only the cells `source` holds are copied, through llama.cpp's sequence state
+    (`_copy_state`): between streams llama.cpp's own `llama_memory_seq_cp` copies every position
+    of the stream, however few the chat holds. With the cache on a GPU the state would travel
+    through host memory, so there `llama_memory_seq_cp` is used (a buffer copy on the device at
+    the next decode); it is also the fallback where the state is refused.
     """
     memory = llama_cpp.llama_get_memory(context)
     llama_cpp.llama_memory_seq_rm(memory, target, -1, -1)

@@ -13,8 +13,9 @@ from pathlib import Path
 
 import llama_cpp
 
-from engine.protocol import ModelConfig, ModelInfo
 from engine.catalog.memory import KV_BYTES_PER_ELEMENT
+from engine.catalog.model_files import known_name
+from engine.protocol import ModelConfig, ModelInfo
 from engine.runners.llamacpp.params import FLASH_ATTENTION
 
 _OFFLOADED = re.compile(r"offloaded (\d+)/(\d+) layers to GPU")
@@ -46,8 +47,9 @@ def chat_template(model: int) -> str | None:
     return value.decode("utf-8", errors="replace") if value else None
 
 
-def model_name(model: int, path: Path) -> str:
-    return (meta(model, "general.name") or "").strip() or path.stem
+def metadata_name(model: int) -> str:
+    """GGUF general.name: often a training run's label ("Smollm2 135M 8k Lc100K Mix1 Ep2"), so not the name shown."""
+    return (meta(model, "general.name") or "").strip()
 
 
 def quantization(model: int) -> str:
@@ -141,7 +143,7 @@ def build_info(
     if trained and config.context_length > trained:
         notes += (f"The context was capped at {trained:,} tokens per chat, the length this model was trained on.",)
     return ModelInfo(
-        name=model_name(model, path),
+        name=known_name(path),
         path=str(path),
         backend="llamacpp",
         device=device,
@@ -156,4 +158,5 @@ def build_info(
         n_params=int(llama_cpp.llama_model_n_params(model)),
         has_chat_template=chat_template(model) is not None,
         notes=notes,
+        metadata_name=metadata_name(model),
     )

@@ -9,6 +9,7 @@ on, and into facts (flash attention resolved by "auto", layers offloaded).
 from __future__ import annotations
 
 import ctypes
+import logging
 import os
 import re
 import threading
@@ -24,8 +25,11 @@ from engine.runners.base import LoadCancelled, Progress, RunnerError
 from engine.runners.llamacpp.params import context_params
 from engine.runners.llamacpp.repack import Overrides, repack_overrides
 
+logger = logging.getLogger(__name__)
 # ggml_log_level in this llama.cpp: 1 debug, 2 info, 3 warn, 4 error, 5 continuation
 _LEVEL_INFO, _LEVEL_ERROR, _LEVEL_CONT = 2, 4, 5
+
+
 class LlamaLog:
     """The last few hundred lines llama.cpp logged, numbered so a caller can read 'since'."""
 
@@ -245,7 +249,8 @@ def load_failure(path: Path, errors: list[str]) -> str:
         hint = "The file looks incomplete or damaged: download it again."
     else:
         hint = "Check that it is a complete GGUF model for llama.cpp; a newer llama-cpp-python may be needed."
-    return f"llama.cpp could not load the model file {path}: {detail}. {hint}"
+    logger.warning("llama.cpp could not load %s:\n%s", path, "\n".join(errors))
+    return f"The model file {path} could not be loaded. {hint} (llama.cpp says: {detail}.)"
 
 
 def _last_reason(errors: list[str]) -> str:
@@ -261,9 +266,12 @@ def create_context(model: int, path: Path, config: ModelConfig, context_length: 
     if not context:
         errors = log.errors_since(mark)
         detail = errors[-1] if errors else "no reason was given"
+        logger.warning("llama.cpp could not create a context for %s (%d chats of %d tokens, %s KV cache, flash "
+                       "attention %s):\n%s", path, config.slots, context_length, config.kv_cache_type,
+                       config.flash_attention, "\n".join(errors))
         raise RunnerError(
-            f"llama.cpp could not create a context for {path.name} with {config.slots} chats of "
-            f"{context_length} tokens ({config.kv_cache_type} KV cache, flash attention {config.flash_attention}): "
-            f"{detail}. Try a shorter context, fewer chats, or an f16 KV cache."
+            f"{path.name} could not be set up for {config.slots} chats of {context_length:,} tokens, most often "
+            "because there is not enough memory for that. Lower the context or the number of parallel chats in "
+            f"Settings{'' if config.kv_cache_type == 'f16' else ', or use an f16 KV cache'}. (llama.cpp says: {detail}.)"
         )
     return int(context)

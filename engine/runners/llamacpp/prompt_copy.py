@@ -1,21 +1,23 @@
 """Reading long prompts on the CPU with a full-precision copy of the weights.
 
-A quantized model reads prompts slowly on an x86 CPU: for Q4_1 ggml has no matrix-matrix kernel,
-so every prompt token is one more pass of dot products over the weights. The same weights widened
-to F32 go through llamafile's matrix kernels, and with flash attention (which reads prompts faster
-on the CPU, but generates slower after them) the bundled model read a 1,898-token history at 380
-tok/s against 149 (2-core Intel Xeon, 2 threads; README "Prompt processing on the CPU").
+For a quantized type like Q4_1 ggml has no matrix-matrix kernel on x86, so each prompt token is one
+more pass of dot products over the weights; the same weights widened to F32 go through llamafile's
+matrix kernels, which read a prompt chunk as one matrix product (docs/benchmarks.md has the figures).
 
-So the runner keeps a second context over an F32 copy of the file, made once with
-llama_model_quantize (F32 from a quantized type is exact: the quantized values, widened). A long
-prompt chunk is read there (but its last token, whose logits are sampled); the chat's cells then move
-to the generating context (seqstate.py), when the chat next decodes there. Every token is sampled
-from the quantized weights' logits, and generation stays on them, where it is faster (it reads every
-weight once per token, and the copy has 4-6x the bytes).
+So the runner keeps a second context over an F32 copy of the file (`full_precision_copy`, made once
+with llama_model_quantize and kept in the cache folder; F32 from a quantized type is exact: the
+quantized values, widened), with one cache stream and flash attention. A long prompt chunk is read
+there, but its last token, whose logits are sampled (`LlamaCppRunner._read_with_copy`); the chat's
+cells stay in the copy's sequence 0 until the generating context next needs that chat, and then
+move over (`PromptReader.flush`, rewritten by seqstate.py for the other cache's layout). Every token
+is sampled from the quantized weights' logits, and generation stays on them: it reads every weight
+once per token, and the copy has 4-6x the bytes.
 
-The copy costs memory (its weights, ~4 bytes a parameter, plus a one-stream KV cache) and disk,
-so "auto" takes it only for small models (the copy at most an eighth of the machine's memory),
-never with weights on a GPU (which reads prompts fast anyway).
+`PromptReader.takes` decides per chunk: at least MIN_TOKENS tokens, and where the chat's cells are
+not in the copy yet, at least MIN_SHARE_OF_CELLS of them (moving cells costs time too). `check`
+moves two tokens both ways at load, so a cell format the code does not know is refused then, not in
+the middle of a chat. Whether the copy is made at all is catalog/prompt_copy_rule.py's rule (the
+estimate counts by the same rule); the thresholds and their measurements are in engine/tuning.py.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import ctypes
 import glob
 import hashlib
 import json
+import logging
 import os
 import shutil
 from dataclasses import dataclass
@@ -37,16 +40,14 @@ from engine.runners.base import CacheFull, RunnerError, SlotWork
 from engine.runners.llamacpp import seqstate
 from engine.runners.llamacpp.batch import free_handles, put_tokens
 from engine.runners.llamacpp.load import extra_buffers_usable, llama_log
+from engine.tuning import PROMPT_COPY_MIN_SHARE_OF_CELLS, PROMPT_COPY_MIN_TOKENS
 from engine.units import format_bytes
 
+log = logging.getLogger(__name__)
+
 COPY_TYPE = "F32"
-# Shorter chunks stay in the generating context, which reads them as fast: a prompt and its first token
-# took 97 ms through the copy against 81 at 8 tokens, 108 against 137 at 16 (README).
-MIN_TOKENS = 16
-# A chunk read in the copy moves the chat's cells there and back (~50 us a cell each way); it saves ~5 ms
-# a token. Where the chat's cells are not in the copy yet, the chunk must be at least this share of them
-# (break-even is about 1/45).
-MIN_SHARE_OF_CELLS = 1 / 16
+MIN_TOKENS = PROMPT_COPY_MIN_TOKENS  # shorter chunks stay in the generating context
+MIN_SHARE_OF_CELLS = PROMPT_COPY_MIN_SHARE_OF_CELLS  # a chunk's share of the chat's cells, to be worth moving them
 
 
 # ---------------------------------------------------------------- the copy on disk
@@ -207,7 +208,7 @@ class PromptReader:
         if length:
             state = seqstate.convert(seqstate.read(self._main, slot), self._layers, 1, 0, self._own_v_trans)
             if not seqstate.write(self.context, 0, state):
-                raise RunnerError(f"The prompt copy's cache refused chat {slot}'s {length} cells.")
+                raise _read_failed(f"the copy's cache refused chat {slot}'s {length} cells")
             llama_cpp.llama_memory_seq_rm(memory, 0, length, -1)
         self._held = _Held(slot, length, ahead=False)
 
@@ -219,7 +220,7 @@ class PromptReader:
         state = seqstate.convert(seqstate.read(self.context, 0), self._layers, self._streams, slot, self._main_v_trans)
         if not seqstate.write(self._main, slot, state):
             self._held = None
-            raise RunnerError(f"The generating context refused chat {slot}'s {held.length} cells from the prompt copy.")
+            raise _read_failed(f"the generating context refused chat {slot}'s {held.length} cells from the copy")
         held.ahead = False
 
     def forget(self, slot: int) -> None:
@@ -236,7 +237,7 @@ class PromptReader:
         if result == 1:
             raise CacheFull("The prompt copy's cache has no room for this chunk.")
         if result != 0:
-            raise RunnerError(f"llama.cpp failed to read {len(tokens)} prompt tokens with the copy (error {result}).")
+            raise _read_failed(f"llama_decode of {len(tokens)} prompt tokens in the copy returned {result}")
 
     def memory_bytes(self, kv_cache: int) -> int:
         """The copy's weights and its cache."""
@@ -246,6 +247,13 @@ class PromptReader:
     def close(self) -> None:
         free_handles(self._batch, self._context, self._model)
         self._batch, self._context, self._model = None, None, None
+
+
+def _read_failed(detail: str) -> RunnerError:
+    """The turn ends with what the user can do; what went wrong inside goes to the log."""
+    log.warning("reading a prompt with the F32 copy failed: %s", detail)
+    return RunnerError("Reading this chat's prompt with the faster F32 copy failed, so the answer stopped. Send it "
+                       "again; if it happens again, turn \"Prompt reading copy\" off in Settings.")
 
 
 def open_reader(

@@ -16,24 +16,34 @@ from typing import Any, Callable, Sequence, cast
 import llama_cpp
 import numpy as np
 
-from engine.catalog.memory import PROMPT_COPY_BYTES_PER_PARAM, prompt_copy_wanted
 from engine.chat_template import end_markers, render_chat
 from engine.detokenizer import ByteDetokenizer
 from engine.parsing.detect import detect_format
 from engine.protocol import ChatMessage, Constraint, ModelConfig, ModelInfo, SamplingParams, TokenLogprob, ToolSpec
-from engine.runners.base import PENALTY_LAST_N, CacheFull, LoadCancelled, Progress, RunnerError, SlotWork
+from engine.runners.base import (
+    PENALTY_LAST_N,
+    CacheFull,
+    LoadCancelled,
+    Progress,
+    RunnerError,
+    SlotWork,
+)
 from engine.runners.llamacpp.batch import free_handles, put_tokens
 from engine.runners.llamacpp.cells import copy_sequence
 from engine.runners.llamacpp.embeddings import LlamaEmbedder
-from engine.runners.llamacpp.info import build_info, chat_template, kv_cache_bytes, placement
-from engine.runners.llamacpp.load import check_config, check_file, create_context, llama_log, load_model
-from engine.runners.llamacpp.params import GenerationThreads, context_params
-from engine.runners.llamacpp.prompt_copy import COPY_TYPE, MIN_TOKENS, PromptReader, open_reader
+from engine.runners.llamacpp.info import build_info, chat_template, placement
+from engine.runners.llamacpp.load import (
+    check_config,
+    check_file,
+    create_context,
+    llama_log,
+    load_model,
+)
+from engine.runners.llamacpp.params import GenerationThreads
+from engine.runners.llamacpp.prompt_copy import PromptReader
+from engine.runners.llamacpp.prompt_reading import prompt_reader
 from engine.runners.llamacpp.rows import SampledRows
 from engine.runners.llamacpp.sampling import sampler_chain
-from engine.runners.llamacpp.seqstate import StateFormatError
-from engine.units import format_bytes
-
 
 
 class LlamaCppRunner:
@@ -72,12 +82,12 @@ class LlamaCppRunner:
         self._adds_bos = bool(llama_cpp.llama_vocab_get_add_bos(self._vocab))
         self.end_markers = end_markers(self._template)
         self._marker_tokens = {ids[0] for ids in map(self._tokens, self.end_markers) if len(ids) == 1}
-        self._rows = SampledRows(self._vocab, self._n_vocab, self.is_end_of_generation, self._piece)
         self.output_format = detect_format(self._template, lambda text: len(self._tokens(text)) == 1,
                                            self._bos_text, self._eos_text)
         # The markers the parser reads are shown even where they are control tokens; other control tokens not.
         self._shown_controls = {self._tokens(text)[0] for text in self.output_format.marker_texts}
         self.info = dataclasses.replace(info, capabilities=self.output_format.capabilities)
+        self._rows = SampledRows(self._vocab, self._n_vocab, self.is_end_of_generation, self._piece)
         # A recurrent state cannot drop positions (llama_memory_seq_rm fails): not a rejected draft's,
         # not the tail past a copied prompt start.
         self._drops_tails = not (llama_cpp.llama_model_is_recurrent(model) or llama_cpp.llama_model_is_hybrid(model))
@@ -112,7 +122,7 @@ class LlamaCppRunner:
         try:
             cells = int(llama_cpp.llama_n_ctx(context))
             info = build_info(model, path, config, context_length, cells, llama_log().since(mark))
-            reader, info = _prompt_reader(model, context, path, config, context_length, info, weights_on_gpu, progress)
+            reader, info = prompt_reader(model, context, path, config, context_length, info, weights_on_gpu, progress)
             return cls(model, context, info, config, reader)
         except BaseException:
             if reader is not None:
@@ -249,8 +259,8 @@ class LlamaCppRunner:
             self._rows.constraints.wait_masks()
         if result == 1:
             raise CacheFull(
-                f"The KV cache ({self.context_length * self.slots:,} positions shared by {self.slots} chats) "
-                "has no room for this step."
+                f"The model's memory for this chat ({self.context_length:,} tokens) has no room left, so the answer "
+                "stopped here. Start a new chat, or raise the context length in Settings."
             )
         if result != 0:
             raise RunnerError(f"llama.cpp failed to decode a batch of {self._batch.n_tokens} tokens (error {result}).")
@@ -374,27 +384,3 @@ class LlamaCppRunner:
 
 def _text(value: bytes | None) -> str:
     return value.decode("utf-8", errors="replace") if value else ""
-
-
-def _prompt_reader(
-    model: int, context: int, path: Path, config: ModelConfig, context_length: int, info: ModelInfo,
-    weights_on_gpu: bool, progress: Progress,
-) -> tuple[PromptReader | None, ModelInfo]:
-    """The F32 copy's reader where it is wanted and works; the info says how prompts are read."""
-    import psutil
-
-    use, why_not = prompt_copy_wanted(config, weights_on_gpu, info.quantization, info.n_params,
-                                      int(psutil.virtual_memory().total))
-    if not use:
-        return None, dataclasses.replace(info, prompt_reading=why_not)
-    threads = int(llama_cpp.llama_n_threads_batch(context))
-    progress(1.0, f"Preparing the {COPY_TYPE} copy for reading prompts")
-    try:
-        reader = open_reader(path, config, context, context_length, threads, PROMPT_COPY_BYTES_PER_PARAM * info.n_params,
-                             lambda: context_params(config, context_length, weights_on_gpu))
-    except (RunnerError, StateFormatError, OSError) as error:  # OSError: the cache folder (read-only, full)
-        note = f"Long prompts are read with the {info.quantization} weights: {error}"
-        return None, dataclasses.replace(info, prompt_reading="off (the copy failed)", notes=info.notes + (note,))
-    extra = reader.memory_bytes(kv_cache_bytes(model, context_length, config.kv_cache_type))
-    reading = f"{COPY_TYPE} copy with flash attention, from {MIN_TOKENS} tokens ({format_bytes(extra)})"
-    return reader, dataclasses.replace(info, prompt_reading=reading, prompt_copy_bytes=extra)

@@ -253,6 +253,7 @@ def test_the_local_api_is_off_by_default_and_another_address_needs_a_key(qtbot, 
     assert applied.args[0] == ServerOptions(host="0.0.0.0", port=9123, api_key="sekrit",
                                             cors_origins=("http://localhost:3000", "https://app.example"))
     assert server.problem_label.text() == ""
+    assert "sekrit" not in settings.path.read_text(encoding="utf-8")  # the key went to the keyring or a 0600 file
     with qtbot.assertNotEmitted(dialog.server_applied):
         dialog.apply()  # unchanged: the server is not restarted
     again = make_dialog(Settings.load())

@@ -28,7 +28,7 @@ DOCUMENTED_DEFAULTS = {
     "sampling.top_k": 40,
     "sampling.top_p": 0.95, "sampling.min_p": 0.05, "sampling.repeat_penalty": 1.1, "sampling.max_new_tokens": 512,
     "sampling.seed": -1, "sampling.speculative": "auto", "chat.system_prompt": "You are a helpful assistant.",
-    "server.enabled": False, "server.host": "127.0.0.1", "server.port": 8642, "server.api_key": "",
+    "server.enabled": False, "server.host": "127.0.0.1", "server.port": 8642,
     "server.cors_origins": [], "remote.url": "", "remote.model": "",
 }
 README_ROWS = (
@@ -181,3 +181,30 @@ def test_the_config_folder_from_the_environment_is_absolute(tmp_path: Path, monk
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("HEARTH_CONFIG_DIR", "relative/config")
     assert settings_path() == tmp_path / "relative" / "config" / "settings.json"
+
+
+def test_a_local_api_key_in_the_settings_file_moves_to_a_private_file(config_dir: Path) -> None:
+    """Earlier versions wrote the local API's key into settings.json (default umask): the next load moves it to
+    the keyring or, with none here, a file only the user can read, and writes settings.json again without it."""
+    import os
+    import stat
+    import sys
+
+    from app.settings import secrets
+    from app.settings.store import server_options
+
+    path = settings_path()
+    path.parent.mkdir(parents=True)
+    values = {"server.enabled": True, "server.host": "0.0.0.0", "server.api_key": "plain-sekrit"}
+    path.write_text(json.dumps({"schema_version": SCHEMA_VERSION, "settings": values}), encoding="utf-8")
+    options = server_options(Settings.load())
+    assert options is not None and options.api_key == "plain-sekrit" and options.host == "0.0.0.0"
+    assert "plain-sekrit" not in path.read_text(encoding="utf-8")
+    assert "server.api_key" not in json.loads(path.read_text(encoding="utf-8"))["settings"]
+    key_file = secrets.key_file(secrets.LOCAL_API_KEY)  # no keyring backend on this machine
+    assert key_file.read_text(encoding="utf-8") == "plain-sekrit" and key_file != secrets.key_file()
+    if sys.platform != "win32":
+        assert stat.S_IMODE(os.stat(key_file).st_mode) == 0o600
+    secrets.forget_cache()
+    again = server_options(Settings.load())  # a restart finds it where it went
+    assert again is not None and again.api_key == "plain-sekrit"

@@ -50,6 +50,17 @@ def test_the_details_say_how_decode_steps_run_where_the_backend_says(qtbot) -> N
     assert "<b>Decode</b>&nbsp;&nbsp;</td><td>CUDA graphs, batches of 1/2/4 (5.1x" in gauge.details_html()
 
 
+def test_the_gauge_names_the_model_by_its_file_and_the_details_keep_the_files_own_name(qtbot) -> None:
+    gauge = GaugeWidget(lambda _chat_id: "")
+    qtbot.addWidget(gauge)
+    gauge.set_model(model_info(name="SmolLM2-135M-Instruct.Q4_1", metadata_name="Smollm2 135M 8k Lc100K Mix1 Ep2"))
+    assert gauge.model_label.text().startswith("SmolLM2-135M-Inst")  # shortened to fit the status bar
+    assert "<b>Model</b>&nbsp;&nbsp;</td><td>SmolLM2-135M-Instruct.Q4_1 · " in gauge.details_html()
+    assert "<b>Name in the file</b>&nbsp;&nbsp;</td><td>Smollm2 135M 8k Lc100K Mix1 Ep2" in gauge.details_html()
+    gauge.set_model(model_info(name="tiny", metadata_name="tiny"))
+    assert "Name in the file" not in gauge.details_html()  # said once is enough
+
+
 def test_in_a_narrow_window_the_model_part_gives_way_with_an_ellipsis(qtbot) -> None:
     from PySide6.QtWidgets import QMainWindow
 

@@ -25,6 +25,7 @@ from engine.protocol import ModelConfig  # noqa: E402
 
 pytestmark = [pytest.mark.slow, pytest.mark.hf]
 MiB = 1 << 20
+RAM = 32 << 30
 ROOT = Path(__file__).resolve().parents[3]
 CONTEXT, SLOTS = 512, 2
 
@@ -96,7 +97,7 @@ def check(model_path: str, quantization: str, measured: dict[str, int]) -> None:
 
     config = ModelConfig(path=model_path, backend="hf", context_length=CONTEXT, slots=SLOTS, device="cpu",
                          quantization=quantization)  # type: ignore[arg-type]
-    result = estimate(describe(model_path), config)
+    result = estimate(describe(model_path), config, has_gpu=False, total_memory=RAM)
     # on the CPU the cache starts at GROWTH_STEP positions per slot (the warm-up step allocates them)
     first_kv = result.kv_cache_bytes * min(GROWTH_STEP, CONTEXT) // CONTEXT
     resident_after_load = result.total_bytes - result.kv_cache_bytes - result.transient_bytes + first_kv

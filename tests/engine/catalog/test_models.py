@@ -175,3 +175,15 @@ def test_discovery_finds_default_models_folder_recent_and_hf_cache(tmp_path: Pat
 def test_discovery_without_a_hub_cache_or_folder(tmp_path: Path) -> None:
     entries = discover(folder=tmp_path / "none", hf_cache=tmp_path / "no-hub")
     assert [entry.source for entry in entries] == ["Bundled default"]
+
+
+@pytest.mark.parametrize(("path", "name"), [
+    ("/models/SmolLM2-135M-Instruct.Q4_1.gguf", "SmolLM2-135M-Instruct.Q4_1"),
+    ("/models/Q8_0/Llama-3.1-8B.Q8_0-00001-of-00003.gguf", "Llama-3.1-8B.Q8_0"),
+    ("/hf/hub/models--HuggingFaceTB--SmolLM2-135M-Instruct/snapshots/0123abcd", "HuggingFaceTB/SmolLM2-135M-Instruct"),
+    ("/models/tiny-llama", "tiny-llama")])
+def test_a_model_is_named_as_its_user_knows_it(path: str, name: str) -> None:
+    """The gauge, the window title and hearth-serve show this, not a GGUF's general.name (a training run's label)."""
+    from engine.catalog.model_files import known_name
+
+    assert known_name(path) == name

@@ -43,10 +43,10 @@ def test_a_safetensors_repo_lists_sizes_and_quantized_footprints(hub: StandInHub
     config = ModelConfig(path="", context_length=256, slots=2, device="cpu")
     report = assess(listing, describe_choices(listing, settings), config,
                     DeviceMemory("cpu", "RAM", 8 << 30, 8 << 30), has_gpu=False)
-    weights = [estimate(local, config_for(fit.choice, config, tiny_model)).weights_bytes for fit in report.fits]
+    weights = [estimate(local, config_for(fit.choice, config, tiny_model), has_gpu=False, total_memory=8 << 30).weights_bytes for fit in report.fits]
     assert weights[0] > weights[1] > weights[2]  # full precision > 8-bit > 4-bit
     for fit in report.fits:  # the very figures the settings dialog shows for that choice
-        assert fit.need_bytes == estimate(local, config_for(fit.choice, config, tiny_model)).total_bytes
+        assert fit.need_bytes == estimate(local, config_for(fit.choice, config, tiny_model), has_gpu=False, total_memory=8 << 30).total_bytes
     assert report.recommended == listing.choices[0] and report.why.startswith("full precision is the most precise")
 
 

@@ -34,9 +34,10 @@ VOCABULARIES = {
 EXPECTED = {
     "Qwen-Qwen3-0.6B": ("hermes", "<tool_call>", "</tool_call>", "arguments", True, "think",
                         ("tools", "reasoning", "thinking_switch")),
-    "Qwen-QwQ-32B": ("hermes", "<tool_call>", "</tool_call>", "arguments", True, "think", ("tools", "reasoning")),
+    "Qwen-QwQ-32B": ("hermes", "<tool_call>", "</tool_call>", "arguments", True, "think",
+                     ("tools", "reasoning", "thinking_switch")),
     "Qwen-Qwen2.5-7B-Instruct": ("hermes", "<tool_call>", "</tool_call>", "arguments", True, None, ("tools",)),
-    "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B": (None, "", "", "", False, "think", ("reasoning",)),
+    "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B": (None, "", "", "", False, "think", ("reasoning", "thinking_switch")),
     "NousResearch-Hermes-3-Llama-3.1-8B-tool_use": ("hermes", "<tool_call>", "</tool_call>", "arguments", True,
                                                     None, ("tools",)),
     "meta-llama-Llama-3.1-8B-Instruct": ("llama3_json", "", "", "parameters", False, None, ("tools",)),

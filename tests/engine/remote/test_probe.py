@@ -19,10 +19,20 @@ def server() -> Iterator[FakeServer]:
         yield fake
 
 
-@pytest.mark.parametrize("typed", ["http://h:8000", "h:8000", "http://h:8000/", "http://h:8000/v1",
+@pytest.mark.parametrize("typed", ["http://h:8000", "http://h:8000/", "http://h:8000/v1",
                                    "http://h:8000/v1/", "http://h:8000/v1/chat/completions"])
 def test_the_base_url_is_one_form_whatever_is_pasted(typed: str) -> None:
     assert base_url(typed) == "http://h:8000"
+
+
+@pytest.mark.parametrize(("typed", "expected"), [
+    ("gpu-box:8000/v1", "https://gpu-box:8000"), ("api.example.com/v1/", "https://api.example.com"),
+    ("10.0.0.5:8000", "https://10.0.0.5:8000"), ("localhost:8000/v1", "http://localhost:8000"),
+    ("127.0.0.1:8000", "http://127.0.0.1:8000"), ("[::1]:8000/v1", "http://[::1]:8000"),
+    ("http://gpu-box:8000", "http://gpu-box:8000")])  # a scheme typed is kept
+def test_a_url_without_a_scheme_gets_https_unless_it_is_this_computer(typed: str, expected: str) -> None:
+    """The key goes with every request: it travels in clear text only where the user typed http:// or to here."""
+    assert base_url(typed) == expected
 
 
 def test_reachable_lists_the_models_and_the_latency(server: FakeServer) -> None:

@@ -98,7 +98,7 @@ def test_unknown_model_path_method_and_a_body_too_large(server: ApiServer) -> No
     assert status == 404 and answer["error"]["code"] == "model_not_found"
     assert "'SmolLM2-135M-Instruct.Q4_1'" in assert_openai_error(answer, "not_found_error", "model")
     status, _, answer = call(server.port, "GET", "/v2/things")
-    assert status == 404 and "/v1" in assert_openai_error(answer, "not_found_error")
+    assert status == 404 and "POST /v1/chat/completions" in assert_openai_error(answer, "not_found_error")
     status, _, answer = call(server.port, "GET", "/v1/chat/completions")
     assert status == 405 and assert_openai_error(answer, "invalid_request_error")
     huge = json.dumps({"messages": [{"role": "user", "content": "x" * (5 * 2**20)}]}).encode()
@@ -114,8 +114,9 @@ def test_health_and_models(server: ApiServer) -> None:
     status, _, models = call(server.port, "GET", "/v1/models")
     assert status == 200 and [m["id"] for m in models["data"]] == ["SmolLM2-135M-Instruct.Q4_1"]
     (model,) = models["data"]
+    assert set(model) == {"id", "object", "created", "owned_by", "capabilities"}  # not where the file lies here
     info = server.desk.host.model_info
-    assert info is not None and "path" not in model  # the file's place on this computer is not the client's business
+    assert info is not None and info.path not in json.dumps(models)
     assert model["capabilities"] == [{"tools": "tool_use"}.get(name, name) for name in info.capabilities]
 
 
@@ -207,8 +208,34 @@ def test_without_a_model_health_and_requests_say_503() -> None:
         status, headers, answer = call(api.port, "GET", "/health")
         assert status == 503 and answer["error"]["code"] == "model_not_loaded" and headers["retry-after"].isdigit()
         assert call(api.port, "GET", "/v1/models")[2] == {"object": "list", "data": []}
+        status, _, answer = call(api.port, "GET", "/v1/embedding")
+        message = assert_openai_error(answer, "not_found_error")
+        assert status == 404 and message.startswith("There is no /v1/embedding here. This server has: ")
+        for endpoint in ("GET /health", "GET /v1/models", "POST /v1/chat/completions", "POST /v1/completions"):
+            assert endpoint in message
         status, _, answer = call(api.port, "POST", "/v1/chat/completions", GOOD)
         assert status == 503 and "No model is loaded" in assert_openai_error(answer, "server_error")
     finally:
         api.stop()
         empty.shutdown()
+
+
+def test_the_404_lists_the_routes_the_app_has_whoever_added_them() -> None:
+    from starlette.applications import Starlette
+    from starlette.responses import PlainTextResponse
+    from starlette.routing import Route
+
+    from engine.server.app import endpoints
+
+    async def answer(request: Any) -> PlainTextResponse:
+        return PlainTextResponse("")
+
+    app = Starlette(routes=[Route("/v1/models", answer, methods=["GET"]), Route("/v1/new", answer, methods=["POST"])])
+    assert endpoints(app) == "GET /v1/models, POST /v1/new"
+
+
+def test_the_model_list_names_the_model_only() -> None:
+    from engine.server.responses import model_list
+
+    assert model_list("SmolLM2", 7) == {"object": "list", "data": [
+        {"id": "SmolLM2", "object": "model", "created": 7, "owned_by": "hearth"}]}

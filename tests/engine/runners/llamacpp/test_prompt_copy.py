@@ -13,6 +13,7 @@ from engine.catalog.memory import prompt_copy_wanted
 from engine.protocol import ChatMessage, ModelConfig, SamplingParams
 from engine.runners.base import SlotWork
 from engine.runners.llamacpp import prompt_copy, seqstate
+from engine.runners.llamacpp.prompt_reading import PROMPT_COPY_FAILED
 from engine.runners.llamacpp.runner import LlamaCppRunner
 from tests.engine.runners.llamacpp.test_runner import _distribution_shift as _shift
 
@@ -153,7 +154,7 @@ def test_auto_takes_the_copy_only_for_a_small_quantized_model_on_the_cpu() -> No
     assert prompt_copy_wanted(auto, False, "Q4_1", small, 8 * gigabytes) == (True, "")
     assert prompt_copy_wanted(auto, False, "Q4_1", small, 4 * gigabytes)[0] is False  # 540 MB > 4 GB / 8
     assert prompt_copy_wanted(on, False, "Q4_1", small, 4 * gigabytes) == (True, "")
-    assert prompt_copy_wanted(auto, True, "Q4_K_M", small, 64 * gigabytes) == (False, "off (the weights are on the GPU)")
+    assert prompt_copy_wanted(auto, True, "Q4_K_M", small, 64 * gigabytes) == (False, "on the GPU, which reads them fast")
     assert prompt_copy_wanted(on, False, "F16", small, 64 * gigabytes)[0] is False
     assert prompt_copy_wanted(off, False, "Q4_1", small, 64 * gigabytes) == (False, "")
 
@@ -212,9 +213,11 @@ def test_a_copy_that_cannot_be_made_leaves_prompts_in_the_generating_context_and
     monkeypatch.setenv("HEARTH_CACHE_DIR", str(tmp_path))
     runner = _load(default_model, prompt_copy="on")
     try:
-        assert runner._reader is None and runner.info.prompt_reading == "off (the copy failed)"
+        assert runner._reader is None and runner.info.prompt_reading == PROMPT_COPY_FAILED
         assert runner.info.prompt_copy_bytes == 0
-        assert any(note.startswith("Long prompts are read with the Q4_1 weights:") for note in runner.info.notes)
+        # what it means and what to do, in the user's words; llama.cpp's detail is in the log
+        [note] = [note for note in runner.info.notes if note.startswith("Long prompts are read at the usual speed")]
+        assert "could not be saved in Hearth's cache folder" in note and "Settings" in note
         prompt = runner.tokenize("A sentence about the sea, repeated. " * 20)
         _read(runner, 0, prompt)
         assert _positions(runner, 0) == (0, len(prompt) - 1)

@@ -318,7 +318,8 @@ def test_model_info_describes_what_was_loaded(
     info = runner.info
     assert info.path == default_model and info.backend == "llamacpp"
     assert info.quantization == "Q4_1"
-    assert info.name.lower().startswith("smollm2")
+    assert info.name == "SmolLM2-135M-Instruct.Q4_1"  # the file's name, as users know it
+    assert info.metadata_name == "Smollm2 135M 8k Lc100K Mix1 Ep2"  # GGUF general.name, for Model details
     assert info.device == "cpu" and info.gpu_offload is False
     assert info.trained_context_length == 8192 and info.context_length == 1024 and info.slots == 2
     assert 90_000_000 < info.model_bytes < 110_000_000
