@@ -26,6 +26,8 @@ from engine.protocol import (
     Cancel,
     CloseChat,
     Command,
+    Embed,
+    Embedded,
     EngineError,
     Event,
     ModelInfo,
@@ -164,7 +166,7 @@ class EngineHost:
         if not client.attached:
             raise RuntimeError(f"client {client.name} is detached")
         with self._lock:
-            if isinstance(command, (Submit, Cancel, CloseChat)):
+            if isinstance(command, (Submit, Embed, Cancel, CloseChat)):
                 self._claim(client, command)
             loop = self._loop
             taps = list(self._taps)
@@ -174,12 +176,12 @@ class EngineHost:
             tap("command", command, loop.steps)
         loop.send(command)
 
-    def _claim(self, client: EngineClient, command: Submit | Cancel | CloseChat) -> None:
+    def _claim(self, client: EngineClient, command: Submit | Embed | Cancel | CloseChat) -> None:
         owner = self._owners.get(command.chat_id)
         if owner is not None and owner is not client:
             raise ChatIdTaken(f"chat {command.chat_id!r} belongs to client {owner.name}, not {client.name}")
         chat = command.chat_id
-        if isinstance(command, Submit):
+        if isinstance(command, (Submit, Embed)):  # an Embed is a turn that answers with Embedded
             self._owners[chat] = client
             self._turns[chat] = self._turns.get(chat, 0) + 1
             self._closing.discard(chat)
@@ -212,7 +214,7 @@ class EngineHost:
             else:
                 owner = self._owners.get(chat_id)
                 targets = [owner] if owner is not None and owner.attached else []
-                if owner is not None and isinstance(event, TurnFinished):
+                if owner is not None and isinstance(event, (TurnFinished, Embedded)):
                     self._turn_finished(owner, chat_id)
             taps = list(self._taps)
         steps = self.steps

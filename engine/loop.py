@@ -18,12 +18,15 @@ from collections import deque
 from dataclasses import replace
 from typing import Callable, get_args
 
+from engine.parsing.prompt import plain_turn, prepare_turn
 from engine.paths import user_path
 from engine.protocol import (
     Cancel,
     ChatError,
     CloseChat,
     Command,
+    Embed,
+    Embedded,
     EngineError,
     EngineStats,
     Event,
@@ -131,6 +134,8 @@ class EngineLoop:
             self._load(command)
         elif isinstance(command, Submit):
             self._submit(command)
+        elif isinstance(command, Embed):
+            self._emit(self._embed(command))
         elif isinstance(command, Cancel):
             if work is not None:
                 self._emit_all(work.cancel(command.chat_id))
@@ -148,14 +153,30 @@ class EngineLoop:
             self._refuse(command.chat_id, "No model is loaded yet. Wait for loading to finish or pick a model in Settings.")
             return
         try:
-            text = command.prompt if command.prompt is not None else self._runner.render_chat(command.messages)
+            if command.prompt is not None:
+                text, setup = command.prompt, plain_turn(self._runner.output_format)
+            else:
+                text, setup = prepare_turn(self._runner.render_chat, self._runner.output_format, command)
             prompt = self._runner.tokenize(text)
         except Exception as error:  # a template from a model file can fail in many ways
             self._refuse(command.chat_id, f"Could not format this conversation for the model: {error}")
             return
-        self._emit_all(self._scheduler.submit(command.chat_id, prompt, command.sampling))
+        self._emit_all(self._scheduler.submit(command.chat_id, prompt, command.sampling, setup))
         if any(sequence.chat_id == command.chat_id for sequence in self._scheduler.waiting):
             self._emit(TurnQueued(command.chat_id, len(prompt)))
+
+    def _embed(self, command: Embed) -> Embedded:
+        """Vectors from the loaded model, between two steps (they are short: one forward pass per text)."""
+        embed = getattr(self._runner, "embed", None)
+        if self._remote is not None or (self._runner is not None and embed is None):
+            return Embedded(command.chat_id, message="The model's backend does not make embeddings.")
+        if embed is None:
+            return Embedded(command.chat_id, message="No model is loaded yet.")
+        try:
+            vectors, counts = embed(command.texts)
+        except RunnerError as error:
+            return Embedded(command.chat_id, message=str(error))
+        return Embedded(command.chat_id, tuple(map(tuple, vectors)), tuple(counts))
 
     def _refuse(self, chat_id: str, message: str) -> None:
         self._emit(ChatError(chat_id, message))

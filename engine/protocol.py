@@ -147,7 +147,8 @@ class ModelInfo:
     prompt_copy_bytes: int = 0  # the copy's weights and cache, in RAM besides model_bytes and kv_cache_bytes
     # What the model's chat template can do, found from the template (never from the model's name):
     # "tools" (it renders tools and the model writes calls in a known format), "reasoning" (it thinks
-    # before answering), "thinking_switch" (the template turns thinking on and off: enable_thinking),
+    # before answering), "thinking_switch" (thinking can be turned off: the template's enable_thinking, or the
+    # empty thought its authors document where the prompt opens the thinking),
     # "reasoning_effort" (low / medium / high). The API's /v1/models and the chat panel show these.
     capabilities: tuple[str, ...] = ()
     metadata_name: str = ""  # the name the file itself gives (GGUF general.name), for Model details
@@ -183,6 +184,16 @@ class Submit:
 
 
 @dataclass(frozen=True)
+class Embed:
+    """Turn texts into vectors with the loaded model (the API's /v1/embeddings); Embedded answers.
+
+    `chat_id` is the request's own id: the answer is routed to its client as a chat's events are."""
+
+    chat_id: str
+    texts: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class Cancel:
     chat_id: str
 
@@ -199,7 +210,7 @@ class Shutdown:
     pass
 
 
-Command = Union[LoadModel, Submit, Cancel, CloseChat, Shutdown]
+Command = Union[LoadModel, Submit, Embed, Cancel, CloseChat, Shutdown]
 
 # ---------------------------------------------------------------- events
 
@@ -320,6 +331,16 @@ class TurnFinished:
 
 
 @dataclass(frozen=True)
+class Embedded:
+    """The answer to Embed: one unit-length vector per text and its token count, or why there are none."""
+
+    chat_id: str
+    vectors: tuple[tuple[float, ...], ...] = ()
+    token_counts: tuple[int, ...] = ()
+    message: str = ""  # not empty: no vectors, and this says why (the backend cannot, a text is too long)
+
+
+@dataclass(frozen=True)
 class ChatError:
     """Something went wrong for one chat only; the others go on."""
 
@@ -365,6 +386,7 @@ Event = Union[
     ToolCallArguments,
     Logprobs,
     TurnFinished,
+    Embedded,
     ChatError,
     EngineStats,
     EngineError,

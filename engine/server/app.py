@@ -1,8 +1,8 @@
-"""The Starlette app: /health, /v1/models, /v1/chat/completions, /v1/completions.
+"""The Starlette app: /health, /v1/models, /v1/chat/completions, /v1/completions, and the other APIs' routes.
 
-Every answer that is not a success has OpenAI's error shape, including unknown
-paths, wrong methods and the server's own bugs (a 500 that leaves the server
-running). The Gate in front checks the Host header (a web page that rebinds
+Every answer that is not a success has OpenAI's error shape (Anthropic's under
+/v1/messages), including unknown paths, wrong methods and the server's own bugs
+(a 500 that leaves the server running). The Gate in front checks the Host header (a web page that rebinds
 its name to 127.0.0.1 is turned away), the Origin of browser requests (none
 allowed unless listed: CORS), and the API key.
 """
@@ -27,12 +27,18 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from engine.protocol import ModelInfo, Submit
+from engine.protocol import Embed, ModelInfo, Submit
 from engine.server import schema
-from engine.server.errors import ApiError, error_body
+from engine.server.anthropic_reply import MessageReply
+from engine.server.anthropic_request import MessagesRequest, messages_submit
+from engine.server.chat_mapping import chat_submit, completion_submit
+from engine.server.embeddings import EmbeddingsRequest, embeddings_body, texts_of
+from engine.server.errors import ApiError, anthropic_error_body, anthropic_shaped, error_body
 from engine.server.options import ServerOptions, is_loopback
 from engine.server.responses import Reply, model_list
-from engine.server.streams import TurnResponse, TurnStream
+from engine.server.responses_api_reply import ResponseReply
+from engine.server.responses_api_request import ResponsesRequest, responses_submit
+from engine.server.streams import Encoder, TurnResponse, TurnStream
 from engine.server.turns import RETRY_AFTER_S, TurnDesk, new_chat_id
 
 log = logging.getLogger(__name__)
@@ -57,7 +63,7 @@ class Gate:
         if scope["type"] == "http":
             error = self._refusal(scope, Headers(scope=scope))
             if error is not None:
-                await error.response()(scope, receive, send)
+                await error.response(anthropic_shaped(scope["path"]))(scope, receive, send)
                 return
         await self.app(scope, receive, send)
 
@@ -107,24 +113,51 @@ class Routes:
 
     async def models(self, request: Request) -> Response:
         info = self.desk.host.model_info
-        return JSONResponse(model_list(model_id(info) if info else None, self.started))
+        return JSONResponse(model_list(model_id(info) if info else None, self.started,
+                                       info.capabilities if info else ()))
 
     async def chat(self, request: Request) -> Response:
         body = schema.parse(schema.ChatRequest, await read_json(request, self.options.max_body_bytes))
         schema.check_chat(body)
-        info = self._model(body.model)
-        submit = Submit(new_chat_id(), schema.chat_messages(body), schema.sampling(body, info.context_length))
-        return await self._answer(submit, Reply("chat", model_id(info)), body)
+        info = self.model(body.model)
+        submit = chat_submit(new_chat_id(), body, info.context_length)
+        return await self.answer(submit, Reply("chat", model_id(info), include_usage=_usage_asked(body)), body.stream)
 
     async def completion(self, request: Request) -> Response:
         body = schema.parse(schema.CompletionRequest, await read_json(request, self.options.max_body_bytes))
         schema.check_completion(body)
-        info = self._model(body.model)
-        submit = Submit(new_chat_id(), (), schema.sampling(body, info.context_length),
-                        prompt=schema.completion_prompt(body))
-        return await self._answer(submit, Reply("completion", model_id(info)), body)
+        info = self.model(body.model)
+        submit = completion_submit(new_chat_id(), body, info.context_length)
+        reply = Reply("completion", model_id(info), include_usage=_usage_asked(body),
+                      text_offset=len(submit.prompt or ""))
+        return await self.answer(submit, reply, body.stream)
 
-    def _model(self, requested: str | None) -> ModelInfo:
+    async def messages(self, request: Request) -> Response:
+        """Anthropic's Messages API. Its clients name Claude models: any name gets the model loaded here."""
+        body = schema.parse(MessagesRequest, await read_json(request, self.options.max_body_bytes))
+        info = self.model(None)
+        return await self.answer(messages_submit(new_chat_id(), body), MessageReply(model_id(info)), body.stream)
+
+    async def responses(self, request: Request) -> Response:
+        body = schema.parse(ResponsesRequest, await read_json(request, self.options.max_body_bytes))
+        info = self.model(body.model)
+        submit = responses_submit(new_chat_id(), body, info.context_length)
+        echo = {"instructions": body.instructions, "max_output_tokens": body.max_output_tokens,
+                "temperature": body.temperature, "top_p": body.top_p,
+                "parallel_tool_calls": submit.parallel_tool_calls,
+                "tools": [tool.model_dump(by_alias=True, exclude_none=True) for tool in body.tools or ()],
+                "tool_choice": body.tool_choice or "auto",
+                "text": body.text.model_dump(by_alias=True, exclude_none=True) if body.text else {"format": {"type": "text"}}}
+        return await self.answer(submit, ResponseReply(model_id(info), echo), body.stream)
+
+    async def embeddings(self, request: Request) -> Response:
+        body = schema.parse(EmbeddingsRequest, await read_json(request, self.options.max_body_bytes))
+        texts = texts_of(body)
+        info = self.model(body.model)
+        answer = await self.desk.embed(Embed(new_chat_id(), texts))
+        return JSONResponse(embeddings_body(answer, model_id(info), body.encoding_format))
+
+    def model(self, requested: str | None) -> ModelInfo:
         info = self.desk.host.model_info
         if info is None:
             loading = self.desk.host.loading
@@ -136,12 +169,14 @@ class Routes:
                            param="model", code="model_not_found")
         return info
 
-    async def _answer(self, submit: Submit, reply: Reply, body: Any) -> Response:
+    async def answer(self, submit: Submit, encoder: Encoder, stream: bool) -> Response:
+        """The one engine path of every API: the turn goes in as a Submit, the encoder spells the answer."""
         turn = await self.desk.open(submit)
-        if body.stream:
-            usage = bool(body.stream_options and body.stream_options.include_usage)
-            return TurnStream(turn, self.desk, reply, usage)
-        return TurnResponse(turn, self.desk, reply)
+        return TurnStream(turn, self.desk, encoder) if stream else TurnResponse(turn, self.desk, encoder)
+
+
+def _usage_asked(body: schema.ChatRequest | schema.CompletionRequest) -> bool:
+    return bool(body.stream and body.stream_options and body.stream_options.include_usage)
 
 
 async def read_json(request: Request, limit: int) -> Any:
@@ -180,14 +215,14 @@ def _too_large(limit: int) -> ApiError:
 
 async def _api_error(request: Request, error: Exception) -> Response:
     assert isinstance(error, ApiError)
-    return error.response()
+    return error.response(anthropic_shaped(request.url.path))
 
 
 async def _http_error(request: Request, error: Exception) -> Response:
     assert isinstance(error, HTTPException)
     message = {404: f"There is no {request.url.path} here. This server has: {endpoints(request.app)}.",
                405: f"{request.method} is not allowed on {request.url.path}."}.get(error.status_code, str(error.detail))
-    return JSONResponse(error_body(error.status_code, message), status_code=error.status_code)
+    return _error_json(request, error.status_code, message)
 
 
 def endpoints(app: Starlette) -> str:
@@ -203,7 +238,12 @@ def endpoints(app: Starlette) -> str:
 
 async def _server_error(request: Request, error: Exception) -> Response:
     log.exception("the API failed on %s %s", request.method, request.url.path, exc_info=error)
-    return JSONResponse(error_body(500, f"The server failed on this request: {error}"), status_code=500)
+    return _error_json(request, 500, f"The server failed on this request: {error}")
+
+
+def _error_json(request: Request, status: int, message: str) -> Response:
+    body = anthropic_error_body(status, message) if anthropic_shaped(request.url.path) else error_body(status, message)
+    return JSONResponse(body, status_code=status)
 
 
 def build_app(desk: TurnDesk, options: ServerOptions, on_startup: Callable[[], None] | None = None) -> Starlette:
@@ -224,7 +264,10 @@ def build_app(desk: TurnDesk, options: ServerOptions, on_startup: Callable[[], N
         routes=[Route("/health", routes.health, methods=["GET"]),
                 Route("/v1/models", routes.models, methods=["GET"]),
                 Route("/v1/chat/completions", routes.chat, methods=["POST"]),
-                Route("/v1/completions", routes.completion, methods=["POST"])],
+                Route("/v1/completions", routes.completion, methods=["POST"]),
+                Route("/v1/messages", routes.messages, methods=["POST"]),
+                Route("/v1/responses", routes.responses, methods=["POST"]),
+                Route("/v1/embeddings", routes.embeddings, methods=["POST"])],
         middleware=middleware,
         exception_handlers={ApiError: _api_error, HTTPException: _http_error, Exception: _server_error},
         lifespan=lifespan)

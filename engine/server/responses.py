@@ -1,22 +1,34 @@
-"""OpenAI's response objects, from the engine's TurnFinished: completions, stream chunks, usage.
+"""OpenAI's response objects, from the engine's events and TurnFinished: completions, stream chunks, usage.
 
-The engine's finish reasons become OpenAI's: stop and length as they are; a
-full context is `length` with a note; a turn cancelled for the server's own
-reasons (shutting down, the model changed in the window) is `stop` with a note.
-A note rides in the choice as the extra field `note`; OpenAI's clients keep
-fields they do not know.
+The engine's finish reasons become OpenAI's: stop, length and tool_calls as they
+are; a full context is `length` with a note; a turn cancelled for the server's
+own reasons (shutting down, the model changed in the window) is `stop` with a
+note. A note rides in the choice as the extra field `note`; OpenAI's clients
+keep fields they do not know. Thinking goes in `reasoning_content` (llama-server's
+`--reasoning-format deepseek`), never in `content`.
 """
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from engine.protocol import TurnFinished
+from starlette.responses import Response
+
+from engine.protocol import (
+    Event, Logprobs, ReasoningText, Token, TokenLogprob, ToolCall, ToolCallArguments, ToolCallStarted, TurnFinished,
+)
+from engine.server.errors import ApiError, error_body
 
 Kind = Literal["chat", "completion"]
+DONE = "[DONE]"
+
+
+def data(payload: dict[str, Any]) -> str:
+    return json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
 
 
 @dataclass
@@ -27,6 +39,8 @@ class Reply:
     model: str
     id: str = ""
     created: int = field(default_factory=lambda: int(time.time()))
+    include_usage: bool = False  # a stream's last chunk: the usage (stream_options.include_usage)
+    text_offset: int = 0  # plain completions' logprobs count characters from here (the prompt's length)
 
     def __post_init__(self) -> None:
         if not self.id:
@@ -42,53 +56,108 @@ class Reply:
 
     # ------------------------------------------------------------ whole answers
 
-    def complete(self, finished: TurnFinished) -> dict[str, Any]:
+    def complete(self, finished: TurnFinished, logprobs: list[TokenLogprob]) -> dict[str, Any]:
         reason, note = finish_reason(finished)
-        choice: dict[str, Any] = {"index": 0, "finish_reason": reason, "logprobs": None}
+        choice: dict[str, Any] = {"index": 0, "finish_reason": reason, "logprobs": self._logprobs(logprobs)}
         if self.kind == "chat":
-            choice["message"] = {"role": "assistant", "content": finished.text, "refusal": None}
+            choice["message"] = chat_message(finished)
         else:
             choice["text"] = finished.text
         if note:
             choice["note"] = note
         return {**self._envelope(self.object, [choice]), "usage": usage(finished)}
 
+    def error_response(self, error: ApiError) -> Response:
+        return error.response()
+
+    def _logprobs(self, entries: list[TokenLogprob] | tuple[TokenLogprob, ...]) -> dict[str, Any] | None:
+        if not entries:
+            return None
+        if self.kind == "chat":
+            return {"content": [chat_logprob(entry) for entry in entries], "refusal": None}
+        offsets, offset = [], self.text_offset
+        for entry in entries:
+            offsets.append(offset)
+            offset += len(entry.token)
+        self.text_offset = offset
+        return {"tokens": [e.token for e in entries], "token_logprobs": [e.logprob for e in entries],
+                "top_logprobs": [dict(e.top) for e in entries], "text_offset": offsets}
+
     # ------------------------------------------------------------ streams
 
-    def _chunk(self, text: str | None, reason: str | None = None, note: str = "",
-               role: bool = False) -> dict[str, Any]:
-        choice: dict[str, Any] = {"index": 0, "finish_reason": reason, "logprobs": None}
+    def _chunk(self, delta: dict[str, Any] | None, reason: str | None = None, note: str = "",
+               logprobs: dict[str, Any] | None = None, text: str = "") -> str:
+        choice: dict[str, Any] = {"index": 0, "finish_reason": reason, "logprobs": logprobs}
         if self.kind == "chat":
-            delta: dict[str, Any] = {"role": "assistant"} if role else {}
-            if text is not None:
-                delta["content"] = text
-            choice["delta"] = delta
+            choice["delta"] = delta or {}
             object_name = "chat.completion.chunk"
         else:
-            choice["text"] = text or ""
+            choice["text"] = text
             object_name = "text_completion"
         if note:
             choice["note"] = note
-        return self._envelope(object_name, [choice])
+        return data(self._envelope(object_name, [choice]))
 
-    def first_chunk(self) -> dict[str, Any]:
-        return self._chunk("", role=True)
+    def opening(self, prompt_tokens: int = 0) -> list[str]:
+        return [self._chunk({"role": "assistant", "content": ""})]
 
-    def text_chunk(self, text: str) -> dict[str, Any]:
-        return self._chunk(text)
+    def event(self, event: Event) -> list[str]:
+        if isinstance(event, Token) and event.text:
+            return [self._chunk({"content": event.text}, text=event.text)]
+        if self.kind != "chat":
+            return [self._chunk(None, logprobs=self._logprobs(event.entries))] if isinstance(event, Logprobs) else []
+        if isinstance(event, ReasoningText) and event.text:
+            return [self._chunk({"reasoning_content": event.text})]
+        if isinstance(event, ToolCallStarted):  # as OpenAI: the whole name first, then the arguments in pieces
+            return [self._chunk({"tool_calls": [{"index": event.index, "id": event.call_id, "type": "function",
+                                                 "function": {"name": event.name, "arguments": ""}}]})]
+        if isinstance(event, ToolCallArguments) and event.text:
+            return [self._chunk({"tool_calls": [{"index": event.index, "function": {"arguments": event.text}}]})]
+        if isinstance(event, Logprobs) and event.entries:
+            return [self._chunk({}, logprobs=self._logprobs(event.entries))]
+        return []
 
-    def last_chunk(self, finished: TurnFinished) -> dict[str, Any]:
-        reason, note = finish_reason(finished)
-        return self._chunk(None if self.kind == "chat" else "", reason, note)
+    def closing(self, finished: TurnFinished) -> list[str]:
+        if finished.reason == "error":
+            return [data(error_body(500, finished.message or "The engine failed on this request.")), DONE]
+        reason, note = finish_reason(finished)  # a cancelled stream still ends with a reason, and a note why
+        last = [self._chunk(None, reason, note)]
+        if self.include_usage:
+            object_name = "chat.completion.chunk" if self.kind == "chat" else "text_completion"
+            last.append(data({**self._envelope(object_name, []), "usage": usage(finished)}))
+        return [*last, DONE]
 
-    def usage_chunk(self, finished: TurnFinished) -> dict[str, Any]:
-        object_name = "chat.completion.chunk" if self.kind == "chat" else "text_completion"
-        return {**self._envelope(object_name, []), "usage": usage(finished)}
+    def failure(self, error: ApiError) -> list[str]:
+        return [data(error.body()), DONE]
+
+
+def chat_message(finished: TurnFinished) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": finished.text, "refusal": None}
+    if finished.reasoning:
+        message["reasoning_content"] = finished.reasoning
+    if finished.tool_calls:
+        message["content"] = finished.text or None  # as OpenAI: no text beside the calls is null
+        message["tool_calls"] = [tool_call(call) for call in finished.tool_calls]
+    return message
+
+
+def tool_call(call: ToolCall) -> dict[str, Any]:
+    return {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": call.arguments}}
+
+
+def chat_logprob(entry: TokenLogprob) -> dict[str, Any]:
+    return {"token": entry.token, "logprob": entry.logprob, "bytes": token_bytes(entry.token, entry.token_bytes),
+            "top_logprobs": [{"token": token, "logprob": logprob, "bytes": token_bytes(token)}
+                             for token, logprob in entry.top]}
+
+
+def token_bytes(token: str, given: tuple[int, ...] = ()) -> list[int]:
+    return list(given) if given else list(token.encode("utf-8"))
 
 
 def finish_reason(finished: TurnFinished) -> tuple[str, str]:
     """OpenAI's finish reason and, where the engine's own says more, a note for a person."""
-    if finished.reason in ("stop", "length"):
+    if finished.reason in ("stop", "length", "tool_calls"):
         return finished.reason, ""
     if finished.reason == "context_full":
         return "length", finished.message or "The context is full: the answer was cut here."
@@ -99,11 +168,17 @@ def usage(finished: TurnFinished) -> dict[str, Any]:
     stats = finished.stats
     return {"prompt_tokens": stats.prompt_tokens, "completion_tokens": stats.generated_tokens,
             "total_tokens": stats.prompt_tokens + stats.generated_tokens,
-            "prompt_tokens_details": {"cached_tokens": stats.reused_tokens}}
+            "prompt_tokens_details": {"cached_tokens": stats.reused_tokens},
+            "completion_tokens_details": {"reasoning_tokens": stats.reasoning_tokens}}
 
 
-def model_list(model_id: str | None, created: int) -> dict[str, Any]:
-    """The id only: where the model lies on this computer is not the clients' business."""
+# LM Studio's names for what a model can do, from what the engine found in the chat template
+CAPABILITY_NAMES = {"tools": "tool_use", "reasoning": "reasoning"}
+
+
+def model_list(model_id: str | None, created: int, capabilities: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The id and what the model can do; not where it lies on this computer: that is not the clients' business."""
+    shown = [CAPABILITY_NAMES.get(name, name) for name in capabilities]
     models = [] if model_id is None else [{"id": model_id, "object": "model", "created": created,
-                                           "owned_by": "hearth"}]
+                                           "owned_by": "hearth", "capabilities": shown}]
     return {"object": "list", "data": models}

@@ -1,9 +1,10 @@
 """Requests, checked: OpenAI's fields onto the engine's Submit, and a clear 400 for what would change the answer.
 
 Pydantic checks the types (strictly: "0.5" is not a number); what the engine
-cannot do (n > 1, logprobs, tools, JSON mode, logit_bias, echo...) is refused
-here with the field named, never silently ignored. Fields that change nothing
-(user, store, metadata...) and fields we do not know are ignored.
+cannot do (n > 1, logit_bias, echo, audio...) is refused here with the field
+named, never silently ignored. Fields that change nothing (user, store,
+metadata...) and fields we do not know are ignored. Tools, response formats and
+tool messages become the engine's types in chat_mapping.py.
 """
 
 from __future__ import annotations
@@ -12,10 +13,11 @@ from typing import Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from engine.protocol import ChatMessage, SamplingParams
+from engine.protocol import Constraint, SamplingParams
 from engine.server.errors import ApiError
 
 MAX_STOP_STRINGS = 16
+MAX_TOP_LOGPROBS = 20
 Role = Literal["system", "developer", "user", "assistant", "tool", "function"]
 
 
@@ -28,10 +30,46 @@ class TextPart(_Strict):
     text: str | None = None
 
 
+class FunctionCall(_Strict):
+    name: str
+    arguments: str = "{}"
+
+
+class ToolCallIn(_Strict):
+    """A call an earlier assistant message made, as the client sends it back."""
+
+    id: str
+    type: Literal["function"] = "function"
+    function: FunctionCall
+
+
 class Message(_Strict):
     role: Role
     content: Union[str, list[TextPart], None] = None
-    tool_calls: list[Any] | None = None
+    tool_calls: list[ToolCallIn] | None = None
+    tool_call_id: str | None = None
+    name: str | None = None
+    reasoning_content: str | None = None  # llama-server's and DeepSeek's name for the thinking
+
+
+class FunctionDefinition(_Strict):
+    name: str
+    description: str | None = None
+    parameters: dict[str, Any] | None = None
+    strict: bool | None = None
+
+
+class Tool(_Strict):
+    type: Literal["function"]
+    function: FunctionDefinition
+
+
+class JsonSchemaFormat(_Strict):
+    model_config = ConfigDict(strict=True, extra="allow", populate_by_name=True)
+    name: str = "answer"
+    description: str | None = None
+    schema_: Any = Field(default=None, alias="schema")
+    strict: bool | None = None
 
 
 class StreamOptions(_Strict):
@@ -39,7 +77,8 @@ class StreamOptions(_Strict):
 
 
 class ResponseFormat(_Strict):
-    type: str = "text"
+    type: Literal["text", "json_object", "json_schema"] = "text"
+    json_schema: JsonSchemaFormat | None = None
 
 
 class _Common(_Strict):
@@ -61,21 +100,26 @@ class _Common(_Strict):
     n: int = Field(default=1, ge=1)
     logit_bias: dict[str, Any] | None = None
     ignore_eos: bool = False  # llama-server's extension: run to max_tokens (benchmarks)
+    grammar: str | None = None  # llama-server's extension: a GBNF grammar the answer must match
 
 
 class ChatRequest(_Common):
     messages: list[Message] = Field(min_length=1)
     max_completion_tokens: int | None = Field(default=None, ge=1)
     logprobs: bool | None = None
-    top_logprobs: int | None = None
-    tools: list[Any] | None = None
-    tool_choice: Any = None
+    top_logprobs: int | None = Field(default=None, ge=0, le=MAX_TOP_LOGPROBS)
+    tools: list[Tool] | None = None
+    tool_choice: Union[str, dict[str, Any], None] = None
+    parallel_tool_calls: bool | None = None
     functions: list[Any] | None = None
     function_call: Any = None
     response_format: ResponseFormat | None = None
     modalities: list[str] | None = None
     audio: Any = None
     prediction: Any = None
+    chat_template_kwargs: dict[str, Any] | None = None  # llama-server's and vLLM's: variables for the template
+    reasoning_effort: str | None = None
+    reasoning_budget: int | None = Field(default=None, ge=-1)  # llama-server's: -1 no limit, 0 no thinking
 
 
 class CompletionRequest(_Common):
@@ -83,7 +127,7 @@ class CompletionRequest(_Common):
     echo: bool = False
     suffix: str | None = None
     best_of: int | None = None
-    logprobs: int | None = None
+    logprobs: int | None = Field(default=None, ge=0, le=MAX_TOP_LOGPROBS)
 
 
 def parse(model: type[_Strict], body: Any) -> Any:
@@ -124,15 +168,18 @@ def check_common(request: _Common) -> None:
 
 def check_chat(request: ChatRequest) -> None:
     check_common(request)
-    if request.logprobs or request.top_logprobs:
-        raise _refuse("logprobs", "returning log probabilities")
-    for name in ("tools", "tool_choice", "functions", "function_call", "audio", "prediction"):
+    if request.top_logprobs and not request.logprobs:
+        raise ApiError(400, "'top_logprobs' needs 'logprobs': true.", param="top_logprobs")
+    for name, instead in (("functions", "tools"), ("function_call", "tool_choice")):
         if getattr(request, name) not in (None, [], "none"):
-            raise _refuse(name, name.replace("_", " "))
-    if request.response_format is not None and request.response_format.type != "text":
-        raise _refuse("response_format", f"response format {request.response_format.type!r}")
+            raise _refuse(name, f"the old '{name}' field (send '{instead}')")
+    for name in ("audio", "prediction"):
+        if getattr(request, name) is not None:
+            raise _refuse(name, name)
     if request.modalities and request.modalities != ["text"]:
         raise _refuse("modalities", "output other than text")
+    if request.grammar and request.response_format and request.response_format.type != "text":
+        raise ApiError(400, "'grammar': give a grammar or a response_format, not both.", param="grammar")
 
 
 def check_completion(request: CompletionRequest) -> None:
@@ -145,22 +192,9 @@ def check_completion(request: CompletionRequest) -> None:
         raise _refuse("suffix", "a suffix (fill in the middle)")
     if request.best_of not in (None, 1):
         raise _refuse("best_of", "best_of")
-    if request.logprobs:
-        raise _refuse("logprobs", "returning log probabilities")
 
 
-def chat_messages(request: ChatRequest) -> tuple[ChatMessage, ...]:
-    messages = []
-    for index, message in enumerate(request.messages):
-        param = f"messages[{index}]"
-        if message.role in ("tool", "function") or message.tool_calls:
-            raise _refuse(f"{param}.role", "a tool message (tools)")
-        role = "system" if message.role == "developer" else message.role
-        messages.append(ChatMessage(role, _text(message.content, f"{param}.content")))  # type: ignore[arg-type]
-    return tuple(messages)
-
-
-def _text(content: str | list[TextPart] | None, param: str) -> str:
+def text_of(content: str | list[TextPart] | None, param: str) -> str:
     if content is None:
         return ""
     if isinstance(content, str):
@@ -177,7 +211,8 @@ def completion_prompt(request: CompletionRequest) -> str:
     return request.prompt if isinstance(request.prompt, str) else request.prompt[0]
 
 
-def sampling(request: _Common, context_length: int) -> SamplingParams:
+def sampling(request: _Common, context_length: int, constraint: Constraint | None = None,
+             logprobs: int | None = None, reasoning_budget: int | None = None) -> SamplingParams:
     """The engine's defaults, overridden by what the request gives; no max_tokens: until the context is full."""
     limit = getattr(request, "max_completion_tokens", None) or request.max_tokens or context_length
     stops = (request.stop,) if isinstance(request.stop, str) else tuple(request.stop or ())
@@ -186,4 +221,5 @@ def sampling(request: _Common, context_length: int) -> SamplingParams:
     # OpenAI's API has no repeat penalty (llama-server's is off by default): a client that names none gets none.
     given["repeat_penalty"] = given["repeat_penalty"] or 1.0
     return SamplingParams(**{k: v for k, v in given.items() if v is not None},
-                          max_new_tokens=limit, stop=tuple(s for s in stops if s), ignore_eos=request.ignore_eos)
+                          max_new_tokens=limit, stop=tuple(s for s in stops if s), ignore_eos=request.ignore_eos,
+                          constraint=constraint, logprobs=logprobs, reasoning_budget=reasoning_budget)

@@ -1,35 +1,48 @@
 """The two ways an answer goes out, both ending the engine's turn the moment the client leaves.
 
-TurnStream: server-sent events (sse-starlette), chunk by chunk, `data: [DONE]`
-last. sse-starlette listens for the client's disconnect and cancels the stream;
-the `finally` around it closes the turn, which sends Cancel to the engine.
-TurnResponse: one JSON answer; while it waits it listens for the disconnect
-itself (Starlette would not notice until it writes).
+Both take an Encoder: the API's own spelling of the answer (OpenAI's chunks,
+Anthropic's content blocks, the Responses API's items), so one way of streaming
+serves them all. TurnStream: server-sent events (sse-starlette), one or more per
+engine event; sse-starlette listens for the client's disconnect and cancels the
+stream; the `finally` around it closes the turn, which sends Cancel to the
+engine. TurnResponse: one JSON answer; while it waits it listens for the
+disconnect itself (Starlette would not notice until it writes).
 """
 
 from __future__ import annotations
 
-import json
-from typing import Any, AsyncIterator
+from typing import Any, AsyncIterator, Protocol, Sequence, Union
 
 import anyio
-from sse_starlette import EventSourceResponse
+from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.responses import JSONResponse, Response
 from starlette.types import Receive, Scope, Send
 
-from engine.protocol import TurnFinished
-from engine.server.errors import ApiError, error_body
-from engine.server.responses import Reply
+from engine.protocol import Event, TokenLogprob, TurnFinished
+from engine.server.errors import ApiError
 from engine.server.turns import RETRY_AFTER_S, Turn, TurnDesk
 
 PING_S = 15
+Sse = Union[str, ServerSentEvent]  # a bare string is one `data:` line
 
 
-def _data(payload: dict[str, Any]) -> str:
-    return json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+class Encoder(Protocol):
+    """One API's answer: the stream's events, and the whole answer at once."""
+
+    def opening(self, prompt_tokens: int) -> Sequence[Sse]: ...
+
+    def event(self, event: Event) -> Sequence[Sse]: ...
+
+    def closing(self, finished: TurnFinished) -> Sequence[Sse]: ...
+
+    def failure(self, error: ApiError) -> Sequence[Sse]: ...
+
+    def complete(self, finished: TurnFinished, logprobs: list[TokenLogprob]) -> dict[str, Any]: ...
+
+    def error_response(self, error: ApiError) -> Response: ...
 
 
-def _failure(finished: TurnFinished) -> ApiError | None:
+def failure_of(finished: TurnFinished) -> ApiError | None:
     """A turn the engine could not finish as an answer: the error to report instead."""
     if finished.reason == "error":
         return ApiError(500, finished.message or "The engine failed on this request.")
@@ -42,8 +55,8 @@ def _failure(finished: TurnFinished) -> ApiError | None:
 
 
 class TurnStream(EventSourceResponse):
-    def __init__(self, turn: Turn, desk: TurnDesk, reply: Reply, include_usage: bool) -> None:
-        super().__init__(self._events(turn, reply, include_usage), ping=PING_S, sep="\n")
+    def __init__(self, turn: Turn, desk: TurnDesk, encoder: Encoder) -> None:
+        super().__init__(self._events(turn, encoder), ping=PING_S, sep="\n")
         self._turn, self._desk = turn, desk
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -53,42 +66,38 @@ class TurnStream(EventSourceResponse):
             self._desk.close(self._turn)
 
     @staticmethod
-    async def _events(turn: Turn, reply: Reply, include_usage: bool) -> AsyncIterator[str]:
-        yield _data(reply.first_chunk())
+    async def _events(turn: Turn, encoder: Encoder) -> AsyncIterator[Sse]:
+        for item in encoder.opening(turn.prompt_tokens):
+            yield item
         try:
-            async for piece in turn.pieces():
-                if piece:
-                    yield _data(reply.text_chunk(piece))
+            async for event in turn.events():
+                for item in encoder.event(event):
+                    yield item
         except ApiError as error:
-            yield _data(error.body())
-            yield "[DONE]"
+            for item in encoder.failure(error):
+                yield item
             return
-        finished = turn.finished
-        assert finished is not None
-        if finished.reason == "error":
-            yield _data(error_body(500, finished.message or "The engine failed on this request."))
-        else:  # a cancelled stream still ends with a finish reason, and a note saying why
-            yield _data(reply.last_chunk(finished))
-            if include_usage:
-                yield _data(reply.usage_chunk(finished))
-        yield "[DONE]"
+        assert turn.finished is not None
+        for item in encoder.closing(turn.finished):
+            yield item
 
 
 class TurnResponse(Response):
-    def __init__(self, turn: Turn, desk: TurnDesk, reply: Reply) -> None:
+    def __init__(self, turn: Turn, desk: TurnDesk, encoder: Encoder) -> None:
         super().__init__(status_code=200)
-        self._turn, self._desk, self._reply = turn, desk, reply
+        self._turn, self._desk, self._encoder = turn, desk, encoder
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
             finished = await self._answer_unless_gone(receive)
         except ApiError as error:
-            response: Response = error.response()
+            response: Response = self._encoder.error_response(error)
         else:
             if finished is None:
                 return  # nobody to answer
-            failure = _failure(finished)
-            response = failure.response() if failure else JSONResponse(self._reply.complete(finished))
+            failure = failure_of(finished)
+            response = (self._encoder.error_response(failure) if failure else
+                        JSONResponse(self._encoder.complete(finished, self._turn.logprobs)))
         finally:
             self._desk.close(self._turn)
         await response(scope, receive, send)

@@ -20,7 +20,8 @@ from typing import AsyncIterator, Callable
 
 from engine.clients import EngineClient, EngineHost
 from engine.protocol import (
-    Cancel, EngineError, Event, Submit, Token, TurnFinished, TurnQueued,
+    Cancel, Embed, Embedded, EngineError, Event, Logprobs, ReasoningText, Submit, Token, TokenLogprob, ToolCallArguments,
+    ToolCallStarted, TurnFinished, TurnQueued,
 )
 from engine.server.errors import ApiError
 from engine.server.options import API_CHAT_PREFIX
@@ -28,6 +29,7 @@ from engine.server.options import API_CHAT_PREFIX
 log = logging.getLogger(__name__)
 RETRY_AFTER_S = 2
 SHUTDOWN_NOTE = "The server is shutting down: the answer was cut here."
+PART_EVENTS = (Token, ReasoningText, ToolCallStarted, ToolCallArguments, Logprobs)  # what an answer streams
 
 
 def new_chat_id() -> str:
@@ -42,6 +44,7 @@ class Turn:
         self.queue: asyncio.Queue[Event] = asyncio.Queue()
         self.prompt_tokens = 0
         self.finished: TurnFinished | None = None
+        self.logprobs: list[TokenLogprob] = []  # every Logprobs event's entries, in order
         self.note = ""  # set when the server itself ends the turn
         self._desk = desk
 
@@ -58,19 +61,21 @@ class Turn:
             if isinstance(event, EngineError):
                 raise ApiError(500, f"The engine failed: {event.message.splitlines()[0]}")
 
-    async def pieces(self) -> AsyncIterator[str]:
-        """The answer's text as it streams; `finished` is set when it ends."""
+    async def events(self) -> AsyncIterator[Event]:
+        """The answer's parts as they stream (text, thinking, tool calls, logprobs); `finished` is set at the end."""
         while self.finished is None:
             event = await self.queue.get()
-            if isinstance(event, Token):
-                yield event.text
+            if isinstance(event, PART_EVENTS):
+                if isinstance(event, Logprobs):
+                    self.logprobs.extend(event.entries)
+                yield event
             elif isinstance(event, TurnFinished):
                 self.finished = replace(event, message=self.note) if self.note else event
             elif isinstance(event, EngineError):
                 raise ApiError(500, f"The engine failed while answering: {event.message.splitlines()[0]}")
 
     async def answer(self) -> TurnFinished:
-        async for _ in self.pieces():
+        async for _ in self.events():
             pass
         assert self.finished is not None
         return self.finished
@@ -90,6 +95,7 @@ class TurnDesk:
         self.max_waiting = max_waiting
         self._on_count = on_count
         self._turns: dict[str, Turn] = {}
+        self._embeddings: dict[str, asyncio.Future[Event]] = {}  # Embed sent, Embedded awaited
         self._aio: asyncio.AbstractEventLoop | None = None
         self._client: EngineClient | None = None
         self._pending: list[Event] = []  # from the engine thread, not yet on the loop
@@ -110,7 +116,7 @@ class TurnDesk:
 
     @property
     def in_flight(self) -> int:
-        return len(self._turns)
+        return len(self._turns) + len(self._embeddings)
 
     def limit(self) -> int:
         slots = self.host.model_info.slots if self.host.model_info else 1
@@ -118,8 +124,7 @@ class TurnDesk:
 
     # ------------------------------------------------------------ turns (the server's loop)
 
-    async def open(self, submit: Submit) -> Turn:
-        """Send the turn to the engine and wait until it is taken; ApiError if it is not."""
+    def _check_open(self) -> EngineClient:
         if self.draining:
             raise ApiError(503, "The server is shutting down.", code="shutting_down", retry_after_s=RETRY_AFTER_S)
         if self._client is None or not self.host.running:
@@ -127,10 +132,37 @@ class TurnDesk:
         if self.in_flight >= self.limit():
             raise ApiError(503, f"The server is busy: {self.in_flight} requests are being answered or wait. "
                            "Try again shortly.", code="queue_full", retry_after_s=RETRY_AFTER_S)
+        return self._client
+
+    async def embed(self, command: Embed) -> Embedded:
+        """The texts' vectors from the engine; ApiError (400) when it cannot make them."""
+        client = self._check_open()
+        assert self._aio is not None
+        future: asyncio.Future[Event] = self._aio.create_future()
+        self._embeddings[command.chat_id] = future
+        self._count_changed()
+        try:
+            client.send(command)
+            answer = await future
+        finally:
+            self._embeddings.pop(command.chat_id, None)
+            self._count_changed()
+        if isinstance(answer, EngineError):
+            raise ApiError(500, f"The engine failed: {answer.message.splitlines()[0]}")
+        if not isinstance(answer, Embedded):  # the engine stopped before it answered
+            raise ApiError(503, "The engine stopped before it answered.", retry_after_s=RETRY_AFTER_S)
+        if answer.message:
+            raise ApiError(400, answer.message, param="input", code="embeddings_unavailable")
+        return answer
+
+    async def open(self, submit: Submit) -> Turn:
+        """Send the turn to the engine and wait until it is taken; ApiError if it is not."""
+        self._check_open()
         turn = Turn(submit, self)
         self._turns[turn.chat_id] = turn
         self._count_changed()
         try:
+            assert self._client is not None
             self._client.send(submit)
             await turn.accepted()
         except BaseException:
@@ -192,6 +224,13 @@ class TurnDesk:
 
     def _dispatch(self, event: Event) -> None:
         chat_id = getattr(event, "chat_id", None)
+        waiting = self._embeddings.get(chat_id or "")
+        if waiting is not None and isinstance(event, (Embedded, TurnFinished)) and not waiting.done():
+            waiting.set_result(event)
+        elif isinstance(event, EngineError):
+            for future in self._embeddings.values():
+                if not future.done():
+                    future.set_result(event)
         if chat_id is not None:
             turn = self._turns.get(chat_id)
             if turn is not None:

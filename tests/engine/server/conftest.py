@@ -1,4 +1,4 @@
-"""A real EngineHost on the default model with the real API server on a free 127.0.0.1 port, and the real openai client."""
+"""A real EngineHost on the default model with the real API server on a free 127.0.0.1 port, and the real clients."""
 
 from __future__ import annotations
 
@@ -125,6 +125,15 @@ def client(server: ApiServer):  # type: ignore[no-untyped-def]
     import openai
 
     with openai.OpenAI(base_url=server.url, api_key="unused", max_retries=0, timeout=120) as api:
+        yield api
+
+
+@pytest.fixture
+def claude(server: ApiServer):  # type: ignore[no-untyped-def]
+    """The real anthropic client on the same server (/v1/messages)."""
+    import anthropic
+
+    with anthropic.Anthropic(base_url=server.url[: -len("/v1")], api_key="unused", max_retries=0, timeout=120) as api:
         yield api
 
 

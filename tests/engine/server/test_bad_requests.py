@@ -56,9 +56,10 @@ BAD_CHATS = [
     ("an image", {"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]},
      "messages[0].content"),
     ("n > 1", {"messages": USER, "n": 2}, "n"),
-    ("tools", {"messages": USER, "tools": [{"type": "function", "function": {"name": "f"}}]}, "tools"),
-    ("logprobs", {"messages": USER, "logprobs": True}, "logprobs"),
-    ("JSON mode", {"messages": USER, "response_format": {"type": "json_object"}}, "response_format"),
+    ("a tool without a name", {"messages": USER, "tools": [{"type": "function", "function": {}}]},
+     "tools[0].function.name"),
+    ("too many top logprobs", {"messages": USER, "logprobs": True, "top_logprobs": 21}, "top_logprobs"),
+    ("an unknown response format", {"messages": USER, "response_format": {"type": "yaml"}}, "response_format.type"),
     ("logit bias", {"messages": USER, "logit_bias": {"42": 5}}, "logit_bias"),
     ("temperature out of range", {"messages": USER, "temperature": 7}, "temperature"),
     ("stop of the wrong type", {"messages": USER, "stop": 5}, "stop"),
@@ -112,9 +113,11 @@ def test_health_and_models(server: ApiServer) -> None:
     assert status == 200 and health["model"] == "SmolLM2-135M-Instruct.Q4_1"
     status, _, models = call(server.port, "GET", "/v1/models")
     assert status == 200 and [m["id"] for m in models["data"]] == ["SmolLM2-135M-Instruct.Q4_1"]
-    assert set(models["data"][0]) == {"id", "object", "created", "owned_by"}  # not where the file lies here
+    (model,) = models["data"]
+    assert set(model) == {"id", "object", "created", "owned_by", "capabilities"}  # not where the file lies here
     info = server.desk.host.model_info
     assert info is not None and info.path not in json.dumps(models)
+    assert model["capabilities"] == [{"tools": "tool_use"}.get(name, name) for name in info.capabilities]
 
 
 def test_two_hundred_connections_at_once_are_answered_or_refused_and_nothing_hangs(server: ApiServer) -> None:
