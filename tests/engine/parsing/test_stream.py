@@ -47,6 +47,9 @@ CASES = [
     ("hermes", OutputFormat(tools=HERMES), HERMES, False,
      'Let me check.\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris", "unit": "celsius"}}\n'
      "</tool_call>", "", "Let me check.\n", [WEATHER]),
+    ("text after a call", OutputFormat(tools=HERMES), HERMES, False,
+     'Before <tool_call>{"name": "get_weather", "arguments": {"city": "Paris", "unit": "celsius"}}</tool_call>\n\n'
+     "After.", "", "Before After.", [WEATHER]),
     ("hermes parallel", OutputFormat(tools=HERMES), HERMES, False,
      '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris", "unit": "celsius"}}\n</tool_call>\n'
      '<tool_call>\n{"arguments": {"zone": "Europe/Paris", "nested": {"list": [1, "}", {"x": "\\"]"}]}}, '
