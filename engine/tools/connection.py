@@ -98,7 +98,9 @@ class Connection:
             self.client = None
 
     def _client(self, stack: AsyncExitStack) -> Any:
-        from mcp import Client  # the SDK is imported on the tools thread, and only when a server is used
+        from mcp import (
+            Client,  # the SDK is imported on the tools thread, and only when a server is used
+        )
 
         if self.config.url:
             import httpx2

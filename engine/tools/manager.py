@@ -13,14 +13,21 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+from collections.abc import Coroutine, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Any, Coroutine, Sequence, TypeVar
+from typing import Any, TypeVar
 
 from engine.protocol import ToolSpec
 from engine.tools.config import ServerConfig
 from engine.tools.connection import Connection, ToolServerError
-from engine.tools.results import DEFAULT_RESULT_LIMIT, DEFAULT_TIMEOUT_S, ToolResult, error_result, from_mcp
+from engine.tools.results import (
+    DEFAULT_RESULT_LIMIT,
+    DEFAULT_TIMEOUT_S,
+    ToolResult,
+    error_result,
+    from_mcp,
+)
 
 T = TypeVar("T")
 
