@@ -6,7 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from engine.tools.config import McpConfigError, ServerConfig, config_text, merge_servers, parse_config, read_config
+from engine.tools.config import (
+    McpConfigError,
+    ServerConfig,
+    config_text,
+    merge_servers,
+    parse_config,
+    read_config,
+)
 
 CLAUDE_DESKTOP = """{
   "mcpServers": {
