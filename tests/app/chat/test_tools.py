@@ -143,7 +143,7 @@ def test_stop_cancels_a_running_call_and_ends_the_answer(qtbot, tools_window) ->
     assert len(bridge.submitted) == 1 and bridge.cancelled == []  # the engine had no turn to cancel
 
 
-def test_a_restart_restores_the_calls_and_a_waiting_one_as_interrupted(qtbot, tools_window) -> None:  # type: ignore[no-untyped-def]
+def test_a_restart_restores_the_calls_and_a_waiting_one_as_interrupted(qtbot, tools_window, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     window = tools_window()
     wait_restored(qtbot, window)
     bridge = window.bridge
@@ -152,6 +152,16 @@ def test_a_restart_restores_the_calls_and_a_waiting_one_as_interrupted(qtbot, to
     qtbot.mouseClick(_call_cards(tab)[0].allow_button, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: len(bridge.submitted) == 2, timeout=LONG)
     bridge.answer(tab.chat_id, "It is 5.")
+    markdown, exported = tmp_path / "chat.md", tmp_path / "chat.json"
+    window.history_ui.export_current("markdown", markdown)
+    window.history_ui.export_current("json", exported)
+    qtbot.waitUntil(lambda: markdown.exists() and exported.exists(), timeout=LONG)
+    assert "**Tool call** `add`:\n\n```json\n{\"a\": 2, \"b\": 3}\n```" in markdown.read_text()
+    assert "## Tool result: add\n\n```\n5.0\n```" in markdown.read_text()
+    document = json.loads(exported.read_text())
+    assert document["messages"][1]["tool_calls"][0]["function"] == {"name": "add", "arguments": '{"a": 2, "b": 3}'}
+    assert document["messages"][2] == {"role": "tool", "content": "5.0", "tool_call_id": "call_add", "name": "add"}
+    assert [m["finish_reason"] for m in document["hearth"]["messages"] if m["role"] == "tool"] == ["allowed"]
     _ask(qtbot, window, "And 7 + 8?")
     bridge.call_tools(tab.chat_id, ToolCall("call_wait", "add", '{"a": 7, "b": 8}'))  # left waiting at the close
     window.close()
@@ -172,3 +182,38 @@ def test_a_restart_restores_the_calls_and_a_waiting_one_as_interrupted(qtbot, to
     qtbot.waitUntil(lambda: bool(again.bridge.submitted), timeout=LONG)
     sent = again.bridge.submitted[-1][1]
     assert [(m.role, m.content) for m in sent[-3:]] == [("assistant", ""), ("tool", INTERRUPTED), ("user", "Never mind.")]
+
+
+def test_a_big_result_is_cut_and_folded_and_a_crash_mid_call_is_an_error_the_chat_survives(qtbot, tools_window) -> None:  # type: ignore[no-untyped-def]
+    window = tools_window()
+    wait_restored(qtbot, window)
+    bridge = window.bridge
+    tab = _ask(qtbot, window, "Get the big text")
+    bridge.call_tools(tab.chat_id, ToolCall("call_big", "big", "{}"))
+    qtbot.mouseClick(_call_cards(tab)[-1].allow_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: len(bridge.submitted) == 2, timeout=LONG)
+    sent = bridge.submitted[-1][1][-1].content
+    assert sent.startswith("x" * 16_000) and sent.count("x") == 16_000
+    assert sent.endswith("[The result was cut to the first 16,000 of its 1,048,576 characters.]")
+    card, result = _call_cards(tab)[-1], _results(tab)[-1]
+    assert "cut to the first 16,000" in card.status.text()
+    assert result.folded and len(result.result.text()) < 500 and not result.show_all.isHidden()
+    result.show_all.click()
+    assert result.result.text() == sent
+
+    bridge.call_tools(tab.chat_id, ToolCall("call_crash", "crash", "{}"))  # the next step: the server dies mid-call
+    qtbot.mouseClick(_call_cards(tab)[-1].allow_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: len(bridge.submitted) == 3, timeout=LONG)
+    assert "failed during the call of crash" in bridge.submitted[-1][1][-1].content
+    assert _call_cards(tab)[-1].state == "error" and _results(tab)[-1].property("error") is True
+    bridge.answer(tab.chat_id, "The tool broke.")
+    assert not tab.answering and tab.messages[-1].content == "The tool broke."
+
+
+def test_a_call_of_a_tool_not_offered_runs_nothing(qtbot, tools_window) -> None:  # type: ignore[no-untyped-def]
+    window = tools_window()
+    wait_restored(qtbot, window)
+    tab = _ask(qtbot, window)
+    window.bridge.call_tools(tab.chat_id, ToolCall("call_x", "rm_rf", "{}"))
+    assert _call_cards(tab)[0].state == "unknown"
+    assert window.bridge.submitted[-1][1][-1].content == "There is no tool named rm_rf; it did not run."
