@@ -93,6 +93,7 @@ class ChatTools(QObject):
         """An answer ended in these calls: show them, run the always-allowed ones, wait for the rest."""
         self.rounds += 1
         self._calls = []
+        card.browser.setVisible(bool(card.text().strip()))  # an answer that is only calls shows no empty text
         for call in calls:
             server = self._offered.get(call.name, ("", None))[0]
             pending = _Call(call, server, ToolCallCard(call.name, server, call.arguments))
@@ -173,6 +174,8 @@ def restore_cards(view: MessageList, messages: Sequence[ChatMessage], outcomes: 
     answered = {message.tool_call_id for message in messages if message.role == "tool"}
     cards = view.message_cards()
     for card, message in zip(cards, messages):
+        if message.tool_calls and not message.content.strip():
+            card.browser.hide()
         for call in message.tool_calls:
             call_card = ToolCallCard(call.name, "", call.arguments)
             card.add_part(call_card)
