@@ -18,6 +18,7 @@ from collections import deque
 from dataclasses import replace
 from typing import Callable, get_args
 
+from engine.parsing.prompt import plain_turn, prepare_turn
 from engine.paths import user_path
 from engine.protocol import (
     Cancel,
@@ -148,12 +149,15 @@ class EngineLoop:
             self._refuse(command.chat_id, "No model is loaded yet. Wait for loading to finish or pick a model in Settings.")
             return
         try:
-            text = command.prompt if command.prompt is not None else self._runner.render_chat(command.messages)
+            if command.prompt is not None:
+                text, setup = command.prompt, plain_turn(self._runner.output_format)
+            else:
+                text, setup = prepare_turn(self._runner.render_chat, self._runner.output_format, command)
             prompt = self._runner.tokenize(text)
         except Exception as error:  # a template from a model file can fail in many ways
             self._refuse(command.chat_id, f"Could not format this conversation for the model: {error}")
             return
-        self._emit_all(self._scheduler.submit(command.chat_id, prompt, command.sampling))
+        self._emit_all(self._scheduler.submit(command.chat_id, prompt, command.sampling, setup))
         if any(sequence.chat_id == command.chat_id for sequence in self._scheduler.waiting):
             self._emit(TurnQueued(command.chat_id, len(prompt)))
 

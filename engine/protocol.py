@@ -147,7 +147,8 @@ class ModelInfo:
     prompt_copy_bytes: int = 0  # the copy's weights and cache, in RAM besides model_bytes and kv_cache_bytes
     # What the model's chat template can do, found from the template (never from the model's name):
     # "tools" (it renders tools and the model writes calls in a known format), "reasoning" (it thinks
-    # before answering), "thinking_switch" (the template turns thinking on and off: enable_thinking),
+    # before answering), "thinking_switch" (thinking can be turned off: the template's enable_thinking, or the
+    # empty thought its authors document where the prompt opens the thinking),
     # "reasoning_effort" (low / medium / high). The API's /v1/models and the chat panel show these.
     capabilities: tuple[str, ...] = ()
     metadata_name: str = ""  # the name the file itself gives (GGUF general.name), for Model details

@@ -21,11 +21,15 @@ import time
 from collections import deque
 from dataclasses import replace
 
+from engine.constraints import ConstraintError, check
+from engine.parsing.call_grammar import whole_answer
+from engine.parsing.prompt import TurnSetup, plain_turn
 from engine.protocol import (
+    Constraint,
     Event,
     FinishReason,
+    Logprobs,
     SamplingParams,
-    Token,
     TurnFinished,
     TurnStarted,
 )
@@ -47,11 +51,23 @@ class Scheduler:
 
     # ------------------------------------------------------------ commands
 
-    def submit(self, chat_id: str, prompt: list[int], params: SamplingParams) -> list[Event]:
+    def submit(self, chat_id: str, prompt: list[int], params: SamplingParams,
+               setup: TurnSetup | None = None) -> list[Event]:
+        """`setup` says how to read the output (engine/parsing/prompt.py); None: the model's plain format."""
         events = self.cancel(chat_id)
         if self.runner.end_markers and not params.ignore_eos:
             params = replace(params, stop=params.stop + self.runner.end_markers)
-        sequence = Sequence(chat_id, prompt, params, self.runner.detokenizer())
+        setup = setup or plain_turn(self.runner.output_format)
+        if setup.forced_call and not setup.in_reasoning and params.constraint is None and setup.tools is not None:
+            # "required" or a named tool: the answer is the call from its first token on
+            params = replace(params, constraint=whole_answer(
+                setup.tools, setup.tool_specs, setup.tool_choice, setup.parallel_tool_calls))
+        sequence = Sequence(chat_id, prompt, params, self.runner.detokenizer(), setup=setup)
+        if params.constraint is not None:
+            try:
+                check(params.constraint)
+            except ConstraintError as error:
+                return events + self._finish(sequence, "error", str(error))
         limit = self.runner.context_length
         if len(prompt) >= limit:
             message = (
@@ -61,6 +77,15 @@ class Scheduler:
             return events + self._finish(sequence, "error", message)
         self.waiting.append(sequence)
         return events
+
+    def constrain(self, chat_id: str, constraint: Constraint | None) -> bool:
+        """Keep the running turn of `chat_id` to `constraint` from its next token on (None: free again);
+        False when the chat has no running turn. See Sequence.constrain_next."""
+        for sequence in self.running():
+            if sequence.chat_id == chat_id:
+                sequence.constrain_next(constraint)
+                return True
+        return False
 
     def cancel(self, chat_id: str) -> list[Event]:
         events: list[Event] = []
@@ -81,7 +106,7 @@ class Scheduler:
         for chat_id in {s.chat_id for s in self.running() + list(self.waiting)}:
             for event in self.cancel(chat_id):
                 if isinstance(event, TurnFinished):
-                    event = TurnFinished(event.chat_id, "cancelled", event.stats, event.text, reason_message)
+                    event = replace(event, reason="cancelled", message=reason_message)
                 events.append(event)
         return events
 
@@ -100,6 +125,9 @@ class Scheduler:
 
     def step(self) -> list[Event]:
         events = self._admit()
+        for slot, sequence in self.slots.running():  # constrain() called between two steps
+            if sequence.pending_constraint is not None:
+                events += self._install_constraint(sequence, slot)
         planned = self._plan()
         if not planned:
             return events
@@ -131,7 +159,10 @@ class Scheduler:
             if slot is None:
                 self.waiting.appendleft(sequence)
                 break
-            events.append(self._start(sequence, slot))
+            try:
+                events.append(self._start(sequence, slot))
+            except ConstraintError as error:  # it checked out, but not against this vocabulary
+                events += self._finish(sequence, "error", str(error))
         self.waiting.extendleft(reversed(deferred))
         return events
 
@@ -209,6 +240,10 @@ class Scheduler:
     def _draft_room(self, sequence: Sequence) -> int:
         """Drafts never run past the token limit or the context: the step's own token always comes on top."""
         tokens_left = sequence.params.max_new_tokens - len(sequence.output) - 1
+        budget = sequence.params.reasoning_budget
+        if budget is not None and sequence.in_reasoning:
+            # The thinking's budget is reached at the step's own token at the latest: its close goes in after it.
+            tokens_left = min(tokens_left, budget - sequence.reasoning_tokens - 1)
         return min(tokens_left, self.runner.context_length - sequence.length)
 
     def _update(self, planned: list[tuple[Sequence, SlotWork]], sampled: dict[int, list[int]]) -> list[Event]:
@@ -223,11 +258,45 @@ class Scheduler:
             sequence.computed += len(work.tokens) + accepted
             if work.draft:
                 self._settle_draft(sequence, slot, len(work.draft), accepted, now)
-            for token in new:
-                events += self._accept(sequence, token, now)
-                if sequence.status is Status.FINISHED:
-                    break  # what the model accepted after a stop is dropped, as if never generated
+            events += self._take(sequence, slot, new, now)
         return events
+
+    def _take(self, sequence: Sequence, slot: Slot, new: list[int], now: float) -> list[Event]:
+        """The step's tokens of one sequence in order, as if they had come one per step; their
+        log-probabilities (where asked) just before the turn's end."""
+        events: list[Event] = []
+        before = len(sequence.output)
+        for token in new:
+            events += self._accept(sequence, token, now)
+            if sequence.status is Status.FINISHED:
+                break  # what the model accepted after a stop is dropped, as if never generated
+            if sequence.pending_constraint is not None:
+                events += self._install_constraint(sequence, slot)
+                break  # the rest was sampled free: it is sampled again under the constraint
+        taken = len(sequence.output) - before
+        if sequence.params.logprobs is not None and taken:
+            entries = self.runner.step_logprobs(slot.index)[:taken]
+            ended = bool(events) and isinstance(events[-1], TurnFinished)
+            events[len(events) - ended:len(events) - ended] = [Logprobs(sequence.chat_id, tuple(entries))]
+        return events
+
+    def _install_constraint(self, sequence: Sequence, slot: Slot) -> list[Event]:
+        """The constraint asked for by constrain_next, from the token after the last one taken in: the
+        cache drops whatever the step put in past it (that last token is fed again next step)."""
+        assert sequence.pending_constraint is not None
+        (constraint,), sequence.pending_constraint = sequence.pending_constraint, None
+        try:
+            self.runner.set_constraint(slot.index, constraint)
+        except ConstraintError as error:
+            return self._finish(sequence, "error", str(error))
+        keep = sequence.length - 1
+        if sequence.computed > keep:
+            if not self.runner.remove_from(slot.index, keep):
+                self.runner.clear_slot(slot.index)
+                keep = 0
+            sequence.computed = keep
+            del slot.cached[keep:]
+        return []
 
     def _settle_draft(self, sequence: Sequence, slot: Slot, drafted: int, accepted: int, now: float) -> None:
         """Count the draft, and drop its rejected tail from the cache."""
@@ -249,10 +318,15 @@ class Scheduler:
             return self._finish(sequence, "stop")
         sequence.output.append(token)
         self.sampled_log.append((now, sequence.chat_id))
-        shown = sequence.take_text(sequence.detokenizer.add(token))
-        events: list[Event] = [Token(sequence.chat_id, shown)] if shown else []
+        events = sequence.read(sequence.detokenizer.add(token), now)
         if sequence.stop_string_seen:
             return events + self._finish(sequence, "stop", release=False)
+        budget = params.reasoning_budget
+        if budget is not None and sequence.in_reasoning and sequence.reasoning_tokens >= budget:
+            self._close_reasoning(sequence, now)
+        constraint = sequence.tool_constraint()
+        if constraint is not None:
+            sequence.constrain_next(constraint)
         if len(sequence.output) >= params.max_new_tokens:
             return events + self._finish(sequence, "length")
         if sequence.length >= self.runner.context_length:
@@ -263,6 +337,17 @@ class Scheduler:
             return events + self._finish(sequence, "context_full", message)
         return events
 
+    def _close_reasoning(self, sequence: Sequence, now: float) -> None:
+        """The thinking budget is spent: write the closing marker's tokens into the sequence (fed next
+        step, never shown) so that the model answers now."""
+        marker = sequence.parser.close_reasoning()
+        sequence.reasoning_ended_at = now
+        tokens = self.runner.tokenize(marker)
+        start = self.runner.tokenize("")  # the BOS a tokenizer puts before any text
+        if start and tokens[: len(start)] == start:
+            tokens = tokens[len(start) :]
+        sequence.output.extend(tokens)
+
     # ------------------------------------------------------------ endings
 
     def _finish(
@@ -271,13 +356,15 @@ class Scheduler:
         """End the turn; `release` shows what the stop-string check still held back."""
         events: list[Event] = []
         if release and sequence.status is Status.RUNNING:
-            tail = sequence.release_held()
-            if tail:
-                events.append(Token(sequence.chat_id, tail))
+            events += sequence.release_held()
+        calls = tuple(sequence.parser.calls)
+        if calls and reason == "stop":
+            reason = "tool_calls"  # the answer ended in calls for the chat's owner to run
         sequence.status, sequence.finish_reason = Status.FINISHED, reason
         sequence.finished_at = time.perf_counter()
         self.slots.release(sequence, sequence.finished_at)
-        events.append(TurnFinished(sequence.chat_id, reason, sequence.stats(), sequence.text, message))
+        events.append(TurnFinished(sequence.chat_id, reason, sequence.stats(), sequence.text, message,
+                                   sequence.parser.reasoning_text, calls))
         return events
 
     def _fail(self, sequences: list[Sequence], message: str) -> list[Event]:

@@ -3,6 +3,11 @@
 A sequence has tokens (prompt + generated) and `computed` (how many of them
 the slot's KV cache holds). Prefill and decode are the same thing: feed
 tokens[computed:]; sample when that reaches the end.
+
+What the model writes goes through the turn's output parser (engine/parsing): the answer text
+then through the stop strings into Token events, the thinking into ReasoningText, the calls into
+ToolCallStarted / ToolCallArguments. Stop strings apply to the answer only: a stop string inside
+the thinking does not end the turn (the thinking is not what the caller asked to cut).
 """
 
 from __future__ import annotations
@@ -12,7 +17,29 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from engine.chat_template import FALLBACK_END_MARKERS
-from engine.protocol import FinishReason, SamplingParams, TurnStats
+from engine.parsing.call_grammar import after_open, whole_answer
+from engine.parsing.formats import PLAIN
+from engine.parsing.harmony import HarmonyParser
+from engine.parsing.parts import (
+    AnswerText,
+    CallArguments,
+    CallStarted,
+    Part,
+    ReasoningPart,
+)
+from engine.parsing.prompt import TurnSetup, plain_turn
+from engine.parsing.stream import OutputParser
+from engine.protocol import (
+    Constraint,
+    Event,
+    FinishReason,
+    ReasoningText,
+    SamplingParams,
+    Token,
+    ToolCallArguments,
+    ToolCallStarted,
+    TurnStats,
+)
 from engine.runners.base import Detokenizer
 from engine.speculative import Speculator
 
@@ -41,6 +68,77 @@ class Sequence:
     finish_reason: FinishReason | None = None
     stop_string_seen: bool = False  # the answer reached one of params.stop: it ends here
     speculator: Speculator | None = None  # drafts for this turn; None: it never drafts
+    # A constraint to install from the next token on (a 1-tuple: (None,) frees the sequence again);
+    # the scheduler installs it after the token being taken in (constrain_next)
+    pending_constraint: tuple[Constraint | None] | None = None
+
+    def constrain_next(self, constraint: Constraint | None) -> None:
+        """Keep the tokens after the one just taken in to `constraint` (None: free again): for a grammar
+        that starts when the model opens a tool call. Tokens this step sampled past that one are dropped
+        and sampled again under the constraint, so nothing unconstrained slips in."""
+        self.pending_constraint = (constraint,)
+    setup: TurnSetup = field(default_factory=lambda: plain_turn(PLAIN))
+    parser: OutputParser | HarmonyParser = field(init=False)
+    reasoning_tokens: int = 0
+    reasoning_started_at: float | None = None
+    reasoning_ended_at: float | None = None
+    _tools_constrained: bool = False  # the call grammar is installed (or was)
+
+    def __post_init__(self) -> None:
+        self.parser = self.setup.parser()
+
+    @property
+    def in_reasoning(self) -> bool:
+        return self.parser.in_reasoning
+
+    def read(self, piece: str, now: float) -> list[Event]:
+        """A generated token's text: its parts as events (the answer after the stop strings).
+        The token counts as thinking when the thinking was open before it."""
+        if self.parser.in_reasoning:
+            self.reasoning_tokens += 1
+            self.reasoning_started_at = self.reasoning_started_at or now
+        events = self._events(self.parser.feed(piece))
+        if self.reasoning_started_at is not None and self.reasoning_ended_at is None and not self.parser.in_reasoning:
+            self.reasoning_ended_at = now
+        return events
+
+    def _events(self, parts: list[Part]) -> list[Event]:
+        events: list[Event] = []
+        for part in parts:
+            if self.stop_string_seen:
+                break  # what came after a stop string is dropped, as if never generated
+            if isinstance(part, AnswerText):
+                shown = self.take_text(part.text)
+                if shown:
+                    events.append(Token(self.chat_id, shown))
+            elif isinstance(part, ReasoningPart):
+                events.append(ReasoningText(self.chat_id, part.text))
+            elif isinstance(part, CallStarted):
+                events.append(ToolCallStarted(self.chat_id, part.index, part.call_id, part.name))
+            elif isinstance(part, CallArguments):
+                events.append(ToolCallArguments(self.chat_id, part.index, part.text))
+        return events
+
+    def tool_constraint(self) -> Constraint | None:
+        """The call grammar to install from the next token, when one is due (call_grammar.py): for a
+        forced call once the thinking is over, for "auto" as soon as the model opened a call."""
+        setup = self.setup
+        if setup.tools is None or self.params.constraint is not None or self._tools_constrained:
+            return None
+        if setup.forced_call and not self.parser.in_reasoning:
+            self._tools_constrained = True
+            return whole_answer(setup.tools, setup.tool_specs, setup.tool_choice, setup.parallel_tool_calls)
+        if setup.tool_choice == "auto" and self.parser.call_just_opened:
+            self._tools_constrained = True
+            return after_open(setup.tools, setup.tool_specs, setup.tool_choice, setup.parallel_tool_calls)
+        return None
+
+    def finish_parts(self, now: float) -> list[Event]:
+        """The turn ends: the parser settles what it held (engine/parsing/stream.py says how)."""
+        events = self._events(self.parser.finish())
+        if self.reasoning_started_at is not None and self.reasoning_ended_at is None:
+            self.reasoning_ended_at = now
+        return events
 
     def tokens_between(self, start: int, end: int) -> list[int]:
         """tokens[start:end] without building the whole list: this runs every step."""
@@ -82,16 +180,19 @@ class Sequence:
         self.text += shown
         return shown
 
-    def release_held(self) -> str:
-        """At the end of a turn that did not stop on a stop string: what was held back is the answer's, but
-        for the start of a fallback end marker (a base model cut off at its token limit mid "<|im_start"),
-        which was never the answer's text."""
-        rest = self.held + self.detokenizer.flush()
+    def release_held(self, now: float | None = None) -> list[Event]:
+        """At the end of a turn that did not stop on a stop string: what the detokenizer, the parser and
+        the stop-string check still held back is the answer's, but for the start of a fallback end marker
+        (a base model cut off at its token limit mid "<|im_start"), which was never the answer's text."""
+        events = self._events(self.parser.feed(self.detokenizer.flush()))
+        events += self.finish_parts(now or time.perf_counter())
         markers = tuple(marker for marker in FALLBACK_END_MARKERS if marker in self.params.stop)
-        shown = rest[: len(rest) - _longest_stop_prefix_suffix(rest, markers)]
+        shown = self.held[: len(self.held) - _longest_stop_prefix_suffix(self.held, markers)]
+        if shown and not self.stop_string_seen:
+            events.append(Token(self.chat_id, shown))
+            self.text += shown
         self.held = ""
-        self.text += shown
-        return shown
+        return events
 
     def stats(self) -> TurnStats:
         end = self.finished_at or time.perf_counter()
@@ -109,7 +210,13 @@ class Sequence:
             total_s=end - self.submitted_at,
             drafted_tokens=self.speculator.drafted if self.speculator else 0,
             accepted_tokens=self.speculator.accepted if self.speculator else 0,
+            reasoning_tokens=self.reasoning_tokens,
+            reasoning_s=self._reasoning_seconds(end),
         )
+
+    def _reasoning_seconds(self, end: float) -> float:
+        started = self.reasoning_started_at
+        return 0.0 if started is None else (self.reasoning_ended_at or end) - started
 
 
 def _longest_stop_prefix_suffix(text: str, stops: tuple[str, ...]) -> int:

@@ -40,6 +40,8 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
                         help="llama.cpp: read long prompts with an F32 copy of the weights (the setting; default auto)")
     parser.add_argument("--speculative-only", action="store_true",
                         help="run only the speculative case (drafts off and on) and no baseline")
+    parser.add_argument("--constrained", action="store_true",
+                        help="run only the constrained case: the same prompts free and under a JSON Schema")
     args = parser.parse_args(argv)
     try:
         args.tabs = [int(part) for part in args.tabs.split(",") if part.strip()]

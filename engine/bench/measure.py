@@ -6,6 +6,7 @@ import argparse
 from statistics import median
 from typing import Any
 
+from engine.bench.constrained import run_constrained
 from engine.bench.harness import Bench
 from engine.bench.report import best, memory_figures
 from engine.bench.speculative import run_speculative
@@ -19,14 +20,17 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     config = ModelConfig(path=args.model, backend=args.backend, threads=args.threads, quantization=args.quant,
                          slots=max(4, *args.tabs), prompt_copy=args.prompt_copy)
     info, measured, samples = _run_cases(config, args)
-    result: dict[str, Any] = {
-        "model": info.name, "path": info.path, "backend": info.backend, "quantization": info.quantization,
-        "device": "cuda" if info.device.startswith("cuda") else "cpu", "device_detail": info.device,
-        "attention": info.attention, "prompt_reading": info.prompt_reading, "threads": threads[0], "threads_batch": threads[1],
-        "max_tokens": args.max_tokens, "repeat": args.repeat, "workload": args.workload,
+    result: dict[str, Any] = _header(info, args, threads)
+    if args.constrained:
+        cases = [[sample["constrained"][i] for sample in samples] for i in range(len(args.tabs))]
+        # the best speeds of the repeats, the worst validity
+        result["constrained"] = [{**best(runs), "valid_fraction": min(r["valid_fraction"] for r in runs)}
+                                 for runs in cases]
+        return result
+    result.update({
         "speculative": [_speculative([sample["speculative"][i] for sample in samples]) for i in range(len(args.tabs))],
         "memory": memory_figures(config, measured),
-    }
+    })
     if args.speculative_only:
         return result
     result.update({
@@ -36,6 +40,15 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     })
     result.update(_baselines(config, info, args, threads))
     return result
+
+
+def _header(info: ModelInfo, args: argparse.Namespace, threads: tuple[int, int]) -> dict[str, Any]:
+    return {
+        "model": info.name, "path": info.path, "backend": info.backend, "quantization": info.quantization,
+        "device": "cuda" if info.device.startswith("cuda") else "cpu", "device_detail": info.device,
+        "attention": info.attention, "prompt_reading": info.prompt_reading, "threads": threads[0], "threads_batch": threads[1],
+        "max_tokens": args.max_tokens, "repeat": args.repeat, "workload": args.workload,
+    }
 
 
 Sample = dict[str, Any]  # one repeat's figures: runs, queue, kv_reuse, speculative
@@ -71,6 +84,8 @@ def _run_cases(config: ModelConfig, args: argparse.Namespace) -> tuple[ModelInfo
 
 
 def _run_once(bench: Bench, info: ModelInfo, args: argparse.Namespace, repeat: int) -> Sample:
+    if args.constrained:
+        return {"constrained": [run_constrained(bench, info.backend, tabs, args.max_tokens) for tabs in args.tabs]}
     sample: Sample = {"speculative": [run_speculative(bench, args.workload, tabs, args.max_tokens, repeat % 2 == 1)
                                       for tabs in args.tabs]}
     if not args.speculative_only:

@@ -45,6 +45,10 @@ def table(result: dict[str, Any]) -> str:
         lines.append(f"long prompts: {result['prompt_reading']}")
     if "runs" in result:
         lines += _engine_lines(result)
+    if "constrained" in result:
+        from engine.bench.constrained import constrained_lines
+
+        return "\n".join(lines + constrained_lines(result))
     lines += _speculative_lines(result)
     if "memory" in result:
         memory = result["memory"]

@@ -5,6 +5,11 @@ sequences. The scheduler decides what runs; the runner executes one step as
 ONE batched forward pass and samples where asked. A step may carry drafts
 (guessed next tokens, engine/speculative.py): the runner checks them in that
 same pass with the slot's own sampler, and says how many held.
+
+A slot may carry a constraint (engine/constraints): from begin_turn's params.constraint, or
+installed mid-turn by set_constraint. The runner masks that slot's rows only (draft rows too,
+each after the draft before it), inside the same pass as every other chat, and reports the
+log-probabilities of the tokens it returns where params.logprobs asks (step_logprobs).
 """
 
 from __future__ import annotations
@@ -12,7 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Protocol, Sequence
 
-from engine.protocol import ChatMessage, ModelInfo, SamplingParams
+from engine.parsing.formats import OutputFormat
+from engine.protocol import ChatMessage, Constraint, ModelInfo, SamplingParams, TokenLogprob, ToolSpec
 
 Progress = Callable[[float, str], None]  # loading: fraction done (0..1), what is being done
 PENALTY_LAST_N = 64  # tokens the repeat penalty looks back over: llama.cpp's default, on both backends
@@ -55,9 +61,12 @@ class Runner(Protocol):
     # A step whose chats feed different numbers of tokens runs as one pass per distinct number (llama.cpp
     # with one cache stream per chat), so a one-token guess beside other chats costs a whole pass.
     splits_uneven_steps: bool
+    output_format: OutputFormat  # how its output marks reasoning and tool calls (engine/parsing)
 
-    def render_chat(self, messages: Sequence[ChatMessage]) -> str:
-        """The conversation in the model's own template, ready for the answer."""
+    def render_chat(self, messages: Sequence[ChatMessage], tools: Sequence[ToolSpec] = (),
+                    options: Sequence[tuple[str, str]] = ()) -> str:
+        """The conversation in the model's own template, ready for the answer; `tools` and the
+        template variables `options` (enable_thinking ...) go to the template."""
 
     def tokenize(self, text: str) -> list[int]:
         """Token ids of a rendered prompt (BOS added if the model wants one)."""
@@ -68,7 +77,20 @@ class Runner(Protocol):
         """The model's own end tokens, and the end markers that are single tokens of its vocabulary."""
 
     def begin_turn(self, slot: int, params: SamplingParams) -> None:
-        """A fresh sampler for this slot's new turn."""
+        """A fresh sampler for this slot's new turn, kept to params.constraint where it has one.
+
+        Raises engine.constraints.ConstraintError (the slot unchanged) where the constraint cannot
+        be used with this model's vocabulary."""
+
+    def set_constraint(self, slot: int, constraint: Constraint | None) -> None:
+        """From the slot's next sample on, its tokens must match `constraint` (None: free again).
+
+        For a grammar that starts mid-answer (a tool call the model just opened). A finished
+        constraint allows only end-of-generation. Raises ConstraintError as begin_turn does."""
+
+    def step_logprobs(self, slot: int) -> list[TokenLogprob]:
+        """The log-probabilities of the tokens `slot` got from the last forward, one per token, taken
+        from the model's row before any constraint's mask; empty unless params.logprobs is set."""
 
     def remove_from(self, slot: int, position: int) -> bool:
         """Drop the slot's cached positions >= position; False if impossible."""

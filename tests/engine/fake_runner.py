@@ -14,7 +14,8 @@ from __future__ import annotations
 from typing import Sequence
 
 from engine.detokenizer import ByteDetokenizer
-from engine.protocol import ChatMessage, ModelInfo, SamplingParams
+from engine.parsing.formats import OutputFormat
+from engine.protocol import ChatMessage, Constraint, ModelInfo, SamplingParams, TokenLogprob, ToolSpec
 from engine.runners.base import SlotWork
 
 EOS = 0
@@ -27,7 +28,8 @@ def encode(text: str) -> list[int]:
 class FakeRunner:
     def __init__(self, replies: dict[str, str], slots: int = 2, batch_tokens: int = 64, context_length: int = 256,
                  can_remove: bool = True, can_copy: bool = True, end_markers: tuple[str, ...] = (),
-                 can_draft: bool = True, splits_uneven_steps: bool = False) -> None:
+                 can_draft: bool = True, splits_uneven_steps: bool = False,
+                 output_format: OutputFormat | None = None) -> None:
         self.replies = replies
         self.slots = slots
         self.batch_tokens = batch_tokens
@@ -37,13 +39,19 @@ class FakeRunner:
         self.end_markers = end_markers
         self.can_draft = can_draft
         self.splits_uneven_steps = splits_uneven_steps
+        self.output_format = output_format or OutputFormat()
         self.kv: list[list[int]] = [[] for _ in range(slots)]
         self.copies: list[tuple[int, int, int]] = []
         self.steps: list[list[tuple[int, int, bool]]] = []  # per forward: (slot, n tokens, sample)
         self.drafts: list[list[tuple[int, int, int]]] = []  # per forward: (slot, n drafted, n accepted)
+        self.params: dict[int, SamplingParams] = {}
+        self.constraints: list[tuple[int, Constraint | None]] = []  # set_constraint calls: (slot, constraint)
+        self.last_sampled: dict[int, list[int]] = {}
+        self.sampled_under: dict[int, list[int]] = {}  # slot -> the tokens it sampled with a constraint set
         self.info = ModelInfo("fake", "", "llamacpp", "cpu", "none", "none", context_length, slots, 0, 0, False)
 
-    def render_chat(self, messages: Sequence[ChatMessage]) -> str:
+    def render_chat(self, messages: Sequence[ChatMessage], tools: Sequence[ToolSpec] = (),
+                    options: Sequence[tuple[str, str]] = ()) -> str:
         return "".join(m.content for m in messages) + ">"
 
     def tokenize(self, text: str) -> list[int]:
@@ -56,7 +64,20 @@ class FakeRunner:
         return token == EOS
 
     def begin_turn(self, slot: int, params: SamplingParams) -> None:
-        pass
+        self.params[slot] = params
+
+    def set_constraint(self, slot: int, constraint: Constraint | None) -> None:
+        self.constraints.append((slot, constraint))
+        if constraint is None:
+            self.sampled_under.pop(slot, None)
+        else:
+            self.sampled_under[slot] = []
+
+    def step_logprobs(self, slot: int) -> list[TokenLogprob]:
+        """Token t's log-probability is -t/1000: a scripted value the scheduler's events must carry."""
+        if self.params.get(slot, SamplingParams()).logprobs is None:
+            return []
+        return [TokenLogprob(chr(t), -t / 1000) for t in self.last_sampled.get(slot, [])]
 
     def remove_from(self, slot: int, position: int) -> bool:
         if not self.can_remove:
@@ -80,7 +101,7 @@ class FakeRunner:
         assert all(w.sample or not w.draft for w in work), "drafts only where a token is sampled"
         self.steps.append([(w.slot, len(w.tokens), w.sample) for w in work])
         self.drafts.append([])
-        sampled = {}
+        sampled: dict[int, list[int]] = {}
         for item in work:
             assert item.start_pos == len(self.kv[item.slot]), "positions must be contiguous"
             assert item.start_pos + len(item.fed) <= self.context_length, "fed past the context"
@@ -90,6 +111,10 @@ class FakeRunner:
                 sampled[item.slot] = self._verify(self.kv[item.slot], seen, item.draft)
                 if item.draft:
                     self.drafts[-1].append((item.slot, len(item.draft), len(sampled[item.slot]) - 1))
+        self.last_sampled = sampled
+        for slot, tokens in sampled.items():
+            if slot in self.sampled_under:
+                self.sampled_under[slot] += tokens
         return sampled
 
     def _verify(self, kv: list[int], seen: int, draft: list[int]) -> list[int]:

@@ -24,7 +24,8 @@ import torch
 from engine.catalog.model_files import known_name
 from engine.chat_template import end_markers, render_chat
 from engine.detokenizer import OffsetDetokenizer
-from engine.protocol import ChatMessage, ModelConfig, ModelInfo, SamplingParams
+from engine.parsing.detect import detect_format
+from engine.protocol import ChatMessage, Constraint, ModelConfig, ModelInfo, SamplingParams, TokenLogprob, ToolSpec
 from engine.runners.base import (
     PENALTY_LAST_N,
     CacheFull,
@@ -36,11 +37,13 @@ from engine.runners.hf.cache import SlotCache, StepPlan, build_plan, uses_varlen
 from engine.runners.hf.decode import StaticDecoder, choose_decode, is_decode_step
 from engine.runners.hf.load import Loaded, load
 from engine.runners.hf.quant import attention_label, chosen_by_auto
+from engine.runners.hf.rows import SampledRows
 from engine.runners.hf.sampling import SlotSampler
 from engine.runners.hf.text import (
     chat_template,
     encode_prompt,
     end_of_generation_ids,
+    hidden_special_ids,
     single_token_ids,
     tokenizer_adds_bos,
 )
@@ -78,12 +81,19 @@ class HfRunner:
         self.end_markers = end_markers(chat_template(self.tokenizer))
         self._eog = end_of_generation_ids(self.model, self.tokenizer)
         self._eog |= single_token_ids(self.tokenizer, self.end_markers)
+        head = self.model.get_output_embeddings()
+        logits_width = int(head.weight.shape[0]) if head is not None else int(text_config.vocab_size)
+        self._rows = SampledRows(self.tokenizer, logits_width, self._eog)  # masks and log-probabilities
         parameters = inspect.signature(self.model.forward).parameters
         self._cache_kwarg = "cache" if "cache" in parameters else "past_key_values"
         self._keeps_logits = "logits_to_keep" in parameters
         self._bos_wanted = tokenizer_adds_bos(self.tokenizer)
         self._loaded = loaded
-        self.info = self._describe(config, loaded, notes)
+        self.output_format = detect_format(chat_template(self.tokenizer), lambda text: len(
+            self.tokenizer.encode(text, add_special_tokens=False)) == 1, self.tokenizer.bos_token or "",
+            self.tokenizer.eos_token or "")
+        self._hidden_ids = hidden_special_ids(self.tokenizer, self.output_format.marker_texts)
+        self.info = replace(self._describe(config, loaded, notes), capabilities=self.output_format.capabilities)
 
     # ------------------------------------------------------------ loading
 
@@ -174,16 +184,18 @@ class HfRunner:
 
     # ------------------------------------------------------------ text
 
-    def render_chat(self, messages: Sequence[ChatMessage]) -> str:
-        return render_chat(
-            chat_template(self.tokenizer), messages, self.tokenizer.bos_token or "", self.tokenizer.eos_token or ""
-        )
+    def render_chat(self, messages: Sequence[ChatMessage], tools: Sequence[ToolSpec] = (),
+                    options: Sequence[tuple[str, str]] = ()) -> str:
+        return render_chat(chat_template(self.tokenizer), messages, self.tokenizer.bos_token or "",
+                           self.tokenizer.eos_token or "", tools, options)
 
     def tokenize(self, text: str) -> list[int]:
         return encode_prompt(self.tokenizer, text, self._bos_wanted)
 
     def detokenizer(self) -> OffsetDetokenizer:
-        return OffsetDetokenizer(lambda ids: self.tokenizer.decode(list(ids), skip_special_tokens=True))
+        # Special tokens render as nothing, but the markers the parser reads (<think>, <tool_call> ...).
+        hidden = self._hidden_ids
+        return OffsetDetokenizer(lambda ids: self.tokenizer.decode([i for i in ids if i not in hidden]))
 
     def is_end_of_generation(self, token: int) -> bool:
         return token in self._eog
@@ -191,7 +203,14 @@ class HfRunner:
     # ------------------------------------------------------------ slots
 
     def begin_turn(self, slot: int, params: SamplingParams) -> None:
+        self._rows.begin_turn(slot, params)
         self._samplers[slot] = SlotSampler(params)
+
+    def set_constraint(self, slot: int, constraint: Constraint | None) -> None:
+        self._rows.constraints.set(slot, constraint)
+
+    def step_logprobs(self, slot: int) -> list[TokenLogprob]:
+        return self._rows.entries.get(slot, [])
 
     def remove_from(self, slot: int, position: int) -> bool:
         del self._history[slot][max(0, position):]
@@ -219,6 +238,7 @@ class HfRunner:
         if not work:
             return {}
         self._validate(work)
+        self._rows.start(work)  # the constraints' masks fill while the model runs (torch drops the GIL)
         try:
             with torch.inference_mode():
                 logits, _ = self._step_logits(work)
@@ -230,6 +250,8 @@ class HfRunner:
         except (RuntimeError, ValueError, IndexError) as error:
             # Only the chats in this step fail; the engine and the other tabs go on.
             raise RunnerError(f"the model failed in this step: {error}") from error
+        finally:
+            self._rows.constraints.wait_masks()
         for item in work:
             history = self._history[item.slot]
             del history[item.start_pos :]
@@ -257,11 +279,14 @@ class HfRunner:
         """Each sampling slot's new tokens from its rows of logits (one, plus one per draft token)."""
         sampling = [item for item in work if item.sample]
         samplers = [self._samplers[item.slot] for item in sampling]
+        self._rows.prepare(logits, sampling)
         if not any(item.draft for item in sampling) and all(
                 s.params.greedy and s.params.repeat_penalty == 1.0 for s in samplers):
             # one argmax and one copy to the host for all chats, not one per chat
             self._last_logits = {item.slot: logits[row] for row, item in enumerate(sampling)}
             picked = logits.float().argmax(dim=-1).tolist()
+            for row, (item, token) in enumerate(zip(sampling, picked)):
+                self._rows.finish(item.slot, [int(token)], logits[row : row + 1])
             return {item.slot: [int(token)] for item, token in zip(sampling, picked)}
         new: dict[int, list[int]] = {}
         self._last_logits = {}
@@ -286,6 +311,7 @@ class HfRunner:
             if token != guess:
                 break
         self._last_logits[item.slot] = rows[len(tokens) - 1]
+        self._rows.finish(item.slot, tokens, rows)
         return tokens
 
     def last_logits(self, slot: int) -> np.ndarray:

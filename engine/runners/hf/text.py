@@ -56,3 +56,11 @@ def chat_template(tokenizer: Any) -> str | None:
     if isinstance(template, dict):  # named templates: the default one, else the first
         template = template.get("default") or next(iter(template.values()), None)
     return template
+
+
+def hidden_special_ids(tokenizer: Any, shown: Sequence[str]) -> set[int]:
+    """The special tokens a decoded answer leaves out: all of them but the markers the output parser reads."""
+    shown_ids = single_token_ids(tokenizer, shown)
+    added = getattr(tokenizer, "added_tokens_decoder", {})  # what decode(skip_special_tokens=True) leaves out
+    special = {int(i) for i, token in added.items() if getattr(token, "special", False)}
+    return (special | {int(i) for i in tokenizer.all_special_ids}) - shown_ids

@@ -18,7 +18,8 @@ import numpy as np
 
 from engine.chat_template import end_markers, render_chat
 from engine.detokenizer import ByteDetokenizer
-from engine.protocol import ChatMessage, ModelConfig, ModelInfo, SamplingParams
+from engine.parsing.detect import detect_format
+from engine.protocol import ChatMessage, Constraint, ModelConfig, ModelInfo, SamplingParams, TokenLogprob, ToolSpec
 from engine.runners.base import (
     PENALTY_LAST_N,
     CacheFull,
@@ -40,6 +41,7 @@ from engine.runners.llamacpp.load import (
 from engine.runners.llamacpp.params import GenerationThreads
 from engine.runners.llamacpp.prompt_copy import PromptReader
 from engine.runners.llamacpp.prompt_reading import prompt_reader
+from engine.runners.llamacpp.rows import SampledRows
 from engine.runners.llamacpp.sampling import sampler_chain
 
 
@@ -79,6 +81,12 @@ class LlamaCppRunner:
         self._adds_bos = bool(llama_cpp.llama_vocab_get_add_bos(self._vocab))
         self.end_markers = end_markers(self._template)
         self._marker_tokens = {ids[0] for ids in map(self._tokens, self.end_markers) if len(ids) == 1}
+        self.output_format = detect_format(self._template, lambda text: len(self._tokens(text)) == 1,
+                                           self._bos_text, self._eos_text)
+        # The markers the parser reads are shown even where they are control tokens; other control tokens not.
+        self._shown_controls = {self._tokens(text)[0] for text in self.output_format.marker_texts}
+        self.info = dataclasses.replace(info, capabilities=self.output_format.capabilities)
+        self._rows = SampledRows(self._vocab, self._n_vocab, self.is_end_of_generation, self._piece)
         # A recurrent state cannot drop positions (llama_memory_seq_rm fails): not a rejected draft's,
         # not the tail past a copied prompt start.
         self._drops_tails = not (llama_cpp.llama_model_is_recurrent(model) or llama_cpp.llama_model_is_hybrid(model))
@@ -122,8 +130,9 @@ class LlamaCppRunner:
 
     # ------------------------------------------------------------ text
 
-    def render_chat(self, messages: Sequence[ChatMessage]) -> str:
-        return render_chat(self._template, messages, self._bos_text, self._eos_text)
+    def render_chat(self, messages: Sequence[ChatMessage], tools: Sequence[ToolSpec] = (),
+                    options: Sequence[tuple[str, str]] = ()) -> str:
+        return render_chat(self._template, messages, self._bos_text, self._eos_text, tools, options)
 
     def tokenize(self, text: str) -> list[int]:
         # A template that writes the BOS text itself must not get a second BOS.
@@ -154,11 +163,12 @@ class LlamaCppRunner:
 
     def _token_to_piece(self, token: int) -> bytes:
         buffer = ctypes.create_string_buffer(64)
-        # special=False: control tokens (<|im_end|> ...) render as nothing.
-        length = llama_cpp.llama_token_to_piece(self._vocab, token, buffer, len(buffer), 0, False)
+        # special=False: control tokens (<|im_end|> ...) render as nothing, but the markers the parser reads.
+        special = token in self._shown_controls
+        length = llama_cpp.llama_token_to_piece(self._vocab, token, buffer, len(buffer), 0, special)
         if length < 0:
             buffer = ctypes.create_string_buffer(-length)
-            length = llama_cpp.llama_token_to_piece(self._vocab, token, buffer, len(buffer), 0, False)
+            length = llama_cpp.llama_token_to_piece(self._vocab, token, buffer, len(buffer), 0, special)
         return buffer.raw[: max(length, 0)]
 
     def _token_text(self, token: int) -> str:
@@ -172,9 +182,16 @@ class LlamaCppRunner:
     # ------------------------------------------------------------ sampling
 
     def begin_turn(self, slot: int, params: SamplingParams) -> None:
+        self._rows.begin_turn(slot, params)  # first: a constraint that does not compile leaves the slot as it was
         self._free_sampler(slot)
         self._samplers[slot] = sampler_chain(params, self._n_vocab)
         self._fresh.add(slot)
+
+    def set_constraint(self, slot: int, constraint: Constraint | None) -> None:
+        self._rows.constraints.set(slot, constraint)
+
+    def step_logprobs(self, slot: int) -> list[TokenLogprob]:
+        return self._rows.entries.get(slot, [])
 
     def _free_sampler(self, slot: int) -> None:
         chain = self._samplers.pop(slot, None)
@@ -232,7 +249,12 @@ class LlamaCppRunner:
         outputs = self._fill_batch(plan)
         reads_prompt = any(len(item.tokens) > 1 for item in plan)
         self._use_threads(self._threads[1] if reads_prompt else self._generation_threads.pick())
-        result = llama_cpp.llama_decode(self._context, self._batch)
+        self._rows.entries = {}
+        self._rows.constraints.start_masks([(item.slot, item.draft) for item, _ in outputs])
+        try:
+            result = llama_cpp.llama_decode(self._context, self._batch)  # drops the GIL: the masks fill meanwhile
+        finally:
+            self._rows.constraints.wait_masks()
         if result == 1:
             raise CacheFull(
                 f"The model's memory for this chat ({self.context_length:,} tokens) has no room left, so the answer "
@@ -278,13 +300,14 @@ class LlamaCppRunner:
         assert self._context is not None
         chain = self._samplers[item.slot]
         tokens: list[int] = []
-        for row, guess in zip(rows, [*item.draft, None]):
-            token = int(llama_cpp.llama_sampler_sample(chain, self._context, row))
+        for offset, (row, guess) in enumerate(zip(rows, [*item.draft, None])):
+            token = self._rows.sample(chain, self._context, item.slot, row, offset)
             tokens.append(token)
             self._sampled_at[item.slot] = row
             if token != guess:
                 break
         self._fresh.discard(item.slot)
+        self._rows.constraints.consume(item.slot, tokens, self.is_end_of_generation)
         return tokens
 
     def last_logits(self, slot: int) -> np.ndarray:

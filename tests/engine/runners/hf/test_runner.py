@@ -34,6 +34,10 @@ def runner(tiny_model: str) -> HfRunner:
     loaded.close()
 
 
+def test_the_model_is_named_by_its_folder(runner: HfRunner, tiny_model: str) -> None:
+    assert runner.info.name == Path(tiny_model).name and runner.info.path == tiny_model
+
+
 def test_four_chats_batched_equal_each_chat_alone_and_generate(runner: HfRunner) -> None:
     prompts = {slot: prompt(runner, question) for slot, question in enumerate(QUESTIONS)}
     fresh(runner, 0, 1, 2, 3)

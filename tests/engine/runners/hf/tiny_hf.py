@@ -36,7 +36,8 @@ CHAT_TEMPLATE = (
 )
 
 
-def build_tokenizer(folder: Path):  # -> PreTrainedTokenizerFast
+def build_tokenizer(folder: Path, extra_special: Sequence[str] = (), chat_template: str = CHAT_TEMPLATE):
+    """-> PreTrainedTokenizerFast; `extra_special`: more special tokens (markers such as <think>)."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
@@ -45,7 +46,7 @@ def build_tokenizer(folder: Path):  # -> PreTrainedTokenizerFast
     core.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
         vocab_size=400,
-        special_tokens=SPECIAL_TOKENS,
+        special_tokens=[*SPECIAL_TOKENS, *extra_special],
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         show_progress=False,
     )
@@ -57,18 +58,21 @@ def build_tokenizer(folder: Path):  # -> PreTrainedTokenizerFast
         pad_token="<|endoftext|>",
         unk_token="<|endoftext|>",
     )
-    tokenizer.chat_template = CHAT_TEMPLATE
+    tokenizer.chat_template = chat_template
+    if extra_special:
+        tokenizer.add_special_tokens({"additional_special_tokens": list(extra_special)})
     tokenizer.save_pretrained(folder)
     return tokenizer
 
 
-def build_tiny_llama(folder: Path, seed: int = 0, init_range: float = 0.2) -> Path:
+def build_tiny_llama(folder: Path, seed: int = 0, init_range: float = 0.2, extra_special: Sequence[str] = (),
+                     chat_template: str = CHAT_TEMPLATE) -> Path:
     """Write the tiny model into `folder` (created) and return it."""
     import torch
     from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM
 
     folder.mkdir(parents=True, exist_ok=True)
-    tokenizer = build_tokenizer(folder)
+    tokenizer = build_tokenizer(folder, extra_special, chat_template)
     eos = tokenizer.convert_tokens_to_ids("<|im_end|>")
     config = LlamaConfig(
         vocab_size=len(tokenizer),

@@ -1,0 +1,79 @@
+"""The constrained case of `python -m engine.bench --constrained`: the same prompts free and under a JSON Schema.
+
+Each tab count runs its turns free (to max tokens, as the other cases do), then the same prompts
+under SCHEMA, in the same run. As in the speculative case each prompt is read into its chat's
+cache by a one-token turn first, so the timed turns compare decoding, the only part a constraint
+changes (a constrained answer ends where its JSON closes, sooner than max tokens). valid_fraction:
+the share of constrained answers that ended by themselves and validate against the schema.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import replace
+from typing import Any
+
+from engine.bench.harness import Bench, Turn
+from engine.protocol import ChatMessage, CloseChat, Constraint, SamplingParams, Submit
+
+PERSON = {"type": "object", "additionalProperties": False, "required": ["name", "age", "city", "hobbies"],
+          "properties": {"name": {"type": "string", "maxLength": 24}, "age": {"type": "integer", "minimum": 0,
+                                                                              "maximum": 120},
+                         "city": {"type": "string", "maxLength": 24},
+                         "hobbies": {"type": "array", "maxItems": 3, "items": {"type": "string", "maxLength": 16}}}}
+SCHEMA = {"type": "object", "additionalProperties": False, "required": ["people"],
+          "properties": {"people": {"type": "array", "minItems": 2, "maxItems": 2, "items": PERSON}}}
+QUESTION = "Describe two people who live in a harbour town, as JSON with their name, age, city and hobbies."
+
+
+def _request(chat_id: str, tab: int, max_tokens: int, constrained: bool) -> Submit:
+    params = SamplingParams(temperature=0, repeat_penalty=1.0, max_new_tokens=max_tokens, ignore_eos=not constrained,
+                            constraint=Constraint("json_schema", json.dumps(SCHEMA)) if constrained else None)
+    return Submit(chat_id, (ChatMessage("user", f"{QUESTION} (Tab {tab}.)"),), params)
+
+
+def _decode(bench: Bench, requests: list[Submit]) -> tuple[float, list[Turn]]:
+    """Prompts into the cache with one-token turns, then the timed turns: seconds, turns."""
+    bench.serve([replace(r, sampling=replace(r.sampling, max_new_tokens=1, constraint=None)) for r in requests])
+    started = time.perf_counter()
+    turns = bench.serve(requests)
+    elapsed = time.perf_counter() - started
+    for request in requests:
+        bench.loop.send(CloseChat(request.chat_id))
+    return elapsed, turns
+
+
+def _valid(turn: Turn) -> bool:
+    from jsonschema import Draft202012Validator
+
+    if turn.finished is None or turn.finished.reason != "stop":
+        return False
+    try:
+        return Draft202012Validator(SCHEMA).is_valid(json.loads(turn.finished.text))
+    except json.JSONDecodeError:
+        return False
+
+
+def run_constrained(bench: Bench, backend: str, tabs: int, max_tokens: int) -> dict[str, Any]:
+    """Aggregate decode tokens/s free and under the schema, and the share of valid constrained answers."""
+    result: dict[str, Any] = {"tabs": tabs, "backend": backend}
+    for constrained in (False, True):
+        mode = "schema" if constrained else "free"
+        requests = [_request(f"constrained-{mode}-{tabs}-{i}", i, max_tokens, constrained) for i in range(tabs)]
+        elapsed, turns = _decode(bench, requests)
+        generated = sum(t.finished.stats.generated_tokens for t in turns if t.finished)
+        result[f"{mode}_tok_s"] = generated / elapsed
+        result[f"{mode}_tokens"] = generated
+        if constrained:
+            result["valid_fraction"] = sum(map(_valid, turns)) / len(turns)
+    return result
+
+
+def constrained_lines(result: dict[str, Any]) -> list[str]:
+    lines = [f"{'tabs':>5} {'backend':>9} {'free tok/s':>11} {'schema tok/s':>13} {'ratio':>6} {'valid':>6}"]
+    for case in result.get("constrained", []):
+        ratio = case["schema_tok_s"] / case["free_tok_s"] if case["free_tok_s"] else 0.0
+        lines.append(f"{case['tabs']:>5} {case['backend']:>9} {case['free_tok_s']:11.1f} {case['schema_tok_s']:13.1f} "
+                     f"{ratio:6.2f} {case['valid_fraction']:6.2f}")
+    return lines

@@ -1,0 +1,81 @@
+"""Tool calls that always parse: an llguidance Lark grammar of a call in the model's own format.
+
+tool_choice "required" or a tool's name: the answer is the call(s) from its first token
+(`whole_answer`). "auto": free text stays free; when the parser sees the model open a call the rest
+of that call is constrained (`after_open`, installed from the next token, as llama-server's grammar
+triggers do), so a started call still always parses and its arguments match the tool's schema.
+Each call's object is `{name_key: "<the name>", arguments_key: <the tool's parameters schema>}`
+(name first, so the call can stream as soon as it starts); the markers are written as text.
+After the last call the grammar ends, and a finished constraint ends the turn.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Sequence
+
+from engine.constraints.grammar import JSON_OPTIONS
+from engine.parsing.formats import ToolCallFormat
+from engine.protocol import Constraint, ToolSpec
+
+WHITESPACE = r"/[ \t\r\n]*/"
+
+
+def whole_answer(call_format: ToolCallFormat, tools: Sequence[ToolSpec], choice: str, parallel: bool) -> Constraint:
+    """The whole answer is one call (or several where `parallel`), each opened by its marker."""
+    return Constraint("lark", _grammar(call_format, _chosen(tools, choice), parallel, opened=False))
+
+
+def after_open(call_format: ToolCallFormat, tools: Sequence[ToolSpec], choice: str, parallel: bool) -> Constraint:
+    """What follows an opening marker the model has just written: the rest of the call(s)."""
+    return Constraint("lark", _grammar(call_format, _chosen(tools, choice), parallel, opened=True))
+
+
+def _chosen(tools: Sequence[ToolSpec], choice: str) -> Sequence[ToolSpec]:
+    named = [spec for spec in tools if spec.name == choice]
+    return named or tools
+
+
+def _grammar(call_format: ToolCallFormat, tools: Sequence[ToolSpec], parallel: bool, opened: bool) -> str:
+    rules = [f"body: {' | '.join(f'body_{i}' for i in range(len(tools)))}"]
+    for index, spec in enumerate(tools):
+        rules.append(f"body_{index}: {_body(call_format, spec)}")
+    # harmony's <|call|> is an end-of-generation token: the finished grammar ends the turn instead
+    close = "" if call_format.family == "harmony" else _literal(call_format.close)
+    open_marker = _literal(call_format.open)
+    if call_format.style == "json_array":
+        calls = f'"[" body ({_literal(", ")} body)* "]"' if parallel else '"[" body "]"'
+        first = f"{WHITESPACE} {calls}" if opened else f"{WHITESPACE} {open_marker} {WHITESPACE} {calls}"
+        return "\n".join([f"start: {first}", *rules]) + "\n"
+    rest = f"{WHITESPACE} body {WHITESPACE} {close}".rstrip()
+    call = f"{open_marker} {rest}"
+    first = rest if opened else f"{WHITESPACE} {call}"
+    more = f" ({_literal(call_format.separator)} call)*" if parallel and call_format.parallel else ""
+    return "\n".join([f"start: {first}{more}", f"call: {call}", *rules]) + "\n"
+
+
+def _body(call_format: ToolCallFormat, spec: ToolSpec) -> str:
+    arguments = _parameters(spec)
+    if call_format.style == "name_args":
+        return f"{_literal(spec.name)} {_literal(call_format.args_marker)} %json {json.dumps(_strict(arguments))}"
+    schema = {"type": "object", "properties": {call_format.name_key: {"const": spec.name},
+                                               call_format.arguments_key: arguments},
+              "required": [call_format.name_key, call_format.arguments_key], "additionalProperties": False}
+    return f"%json {json.dumps(_strict(schema))}"
+
+
+def _strict(schema: dict[str, Any]) -> dict[str, Any]:
+    """Compact JSON, as the constraints write it (engine/constraints/grammar.py)."""
+    return {**schema, "x-guidance": dict(JSON_OPTIONS)}
+
+
+def _parameters(spec: ToolSpec) -> dict[str, Any]:
+    try:
+        parameters = json.loads(spec.parameters)
+    except ValueError:
+        parameters = None
+    return parameters if isinstance(parameters, dict) else {"type": "object"}
+
+
+def _literal(text: str) -> str:
+    return json.dumps(text) if text else ""

@@ -1,0 +1,77 @@
+"""The rows of logits a llama.cpp slot samples from: its constraint's mask and its log-probabilities.
+
+The mask is written into the context's own logits row (forbidden tokens to -inf, through numpy on
+llama_get_logits_ith's buffer) just before llama_sampler_sample reads it, so the slot's sampler
+chain (penalties, top-k, ..., the draw) works unchanged on what the constraint allows.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from typing import Callable
+
+import llama_cpp
+import numpy as np
+from llguidance import LLTokenizer
+
+from engine.constraints.slots import SlotConstraints
+from engine.protocol import SamplingParams, TokenLogprob
+from engine.runners.logprobs import entry, row_stats
+
+
+class SampledRows:
+    def __init__(self, vocab: int, n_vocab: int, end_of_generation: Callable[[int], bool],
+                 piece: Callable[[int], bytes]) -> None:
+        self._vocab = vocab
+        self._n_vocab = n_vocab
+        self._end_of_generation = end_of_generation
+        self._piece = piece
+        self.constraints = SlotConstraints(self._tokenizer, n_vocab)
+        self._logprobs: dict[int, int] = {}  # slot -> how many alternatives it wants
+        self.entries: dict[int, list[TokenLogprob]] = {}  # slot -> this step's, one per token it got
+
+    def begin_turn(self, slot: int, params: SamplingParams) -> None:
+        self.constraints.set(slot, params.constraint)
+        if params.logprobs is None:
+            self._logprobs.pop(slot, None)
+        else:
+            self._logprobs[slot] = params.logprobs
+
+    def sample(self, chain: llama_cpp.llama_sampler_p, context: int, slot: int, row: int, offset: int) -> int:
+        """The slot's sample at batch row `row`, its `offset`-th row this step (0, then one per draft token)."""
+        top = self._logprobs.get(slot)
+        allowed = self.constraints.allowed(slot, offset)
+        if top is None and allowed is None:
+            return int(llama_cpp.llama_sampler_sample(chain, context, row))
+        logits = np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(context, row), shape=(self._n_vocab,))
+        stats = row_stats(logits, top) if top is not None else None
+        if allowed is not None:
+            np.copyto(logits, -np.inf, where=~allowed)
+        token = int(llama_cpp.llama_sampler_sample(chain, context, row))
+        if stats is not None:
+            self.entries.setdefault(slot, []).append(entry(stats, token, float(logits[token]), self._piece))
+        return token
+
+    def _tokenizer(self) -> LLTokenizer:
+        """llguidance's view of the GGUF's vocabulary, as its llguidance.llamacpp adapter builds it (that one
+        calls a deprecated llama.cpp function once per token): each token's bytes, control tokens marked
+        with a leading 0xff so that no grammar writes them as text, and llama.cpp's own tokenizer."""
+        ends = [token for token in range(self._n_vocab) if self._end_of_generation(token)]
+        pieces = [_marked_piece(self._vocab, token) for token in range(self._n_vocab)]
+        tokenize = ctypes.cast(llama_cpp.llama_cpp._lib.llama_tokenize, ctypes.c_void_p).value
+        return LLTokenizer.from_llamacpp(tokens=pieces, vocab_ptr=self._vocab, tokenize_fptr=tokenize,  # type: ignore[attr-defined]
+                                         eos_token=ends, slices=None)
+
+
+def _marked_piece(vocab: int, token: int) -> bytes:
+    buffer = ctypes.create_string_buffer(256)
+    length = llama_cpp.llama_token_to_piece(vocab, token, buffer, len(buffer), 0, True)
+    if length < 0:
+        buffer = ctypes.create_string_buffer(-length)
+        length = llama_cpp.llama_token_to_piece(vocab, token, buffer, len(buffer), 0, True)
+    piece = buffer.raw[: max(length, 0)]
+    attributes = llama_cpp.llama_vocab_get_attr(vocab, token)
+    user_defined_marker = attributes & llama_cpp.LLAMA_TOKEN_ATTR_USER_DEFINED and piece[:1] == b"<" and piece[-1:] == b">"
+    if attributes & llama_cpp.LLAMA_TOKEN_ATTR_CONTROL or user_defined_marker:
+        return b"\xff" + piece
+    return piece

@@ -1,0 +1,145 @@
+"""Constrained decoding and log-probabilities in the llama.cpp runner, on the real default model.
+
+Nothing here rests on what the model would answer: answers are checked against their schema, logits
+against logits, and drafts against what the constraint allows.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from typing import Iterator
+
+import numpy as np
+import pytest
+
+from engine.protocol import ChatMessage, Constraint, ModelConfig, SamplingParams, TurnFinished
+from engine.runners.base import SlotWork
+from engine.runners.llamacpp.runner import LlamaCppRunner
+from tests.engine.constraints.sampling import SAMPLES, sample_answers, schema_constraint
+from tests.engine.constraints.schemas import SCHEMAS, errors, prompt_text
+
+pytestmark = pytest.mark.slow
+
+GREEDY = SamplingParams(temperature=0.0, repeat_penalty=1.0, max_new_tokens=64)
+DIGITS = Constraint("regex", "[0-9]{6}")
+# The free chats' rows of a step with and without a constrained fourth chat in the batch: each chat
+# has its own cache stream, so its row should not move at all; 1e-3 allows for a kernel that sums a
+# batch of four in another order than a batch of three (logits here are 10-30 in size).
+BATCH_TOLERANCE = 1e-3
+
+
+@pytest.fixture(scope="module")
+def runner(default_model: str) -> Iterator[LlamaCppRunner]:
+    config = ModelConfig(path=default_model, slots=SAMPLES, context_length=448, batch_tokens=512, prompt_copy="off")
+    loaded = LlamaCppRunner.load(config, lambda fraction, message: None, lambda: False)
+    yield loaded
+    loaded.close()
+
+
+@pytest.fixture(scope="module")
+def answers(runner: LlamaCppRunner) -> dict[str, list[TurnFinished]]:
+    return sample_answers(runner, prompt_text)
+
+
+@pytest.mark.parametrize("name", sorted(SCHEMAS))
+def test_every_sampled_answer_matches_its_schema(answers: dict[str, list[TurnFinished]], name: str) -> None:
+    finished = answers[name]
+    assert len(finished) == SAMPLES
+    assert [f.reason for f in finished] == ["stop"] * SAMPLES, [f.message or f.text for f in finished]
+    assert [error for f in finished for error in errors(name, f.text)] == []
+
+
+def _tokens(runner: LlamaCppRunner, question: str) -> list[int]:
+    return runner.tokenize(runner.render_chat([ChatMessage("user", question)]))
+
+
+def _start(runner: LlamaCppRunner, slot: int, params: SamplingParams) -> None:
+    runner.clear_slot(slot)
+    runner.begin_turn(slot, params)
+
+
+def test_free_chats_logits_are_the_same_beside_a_constrained_chat(runner: LlamaCppRunner) -> None:
+    prompts = [_tokens(runner, q) for q in ("Tell me about the sea.", "What is 2 + 2?", "Name three colours.")]
+    alone, fed = _steps(runner, prompts, None, forced=None)
+    beside, _ = _steps(runner, prompts, _tokens(runner, "Describe a person in JSON."), forced=fed)
+    for step, (rows_alone, rows_beside) in enumerate(zip(alone, beside)):
+        for slot in range(len(prompts)):
+            gap = float(np.max(np.abs(rows_alone[slot] - rows_beside[slot])))
+            assert gap <= BATCH_TOLERANCE, f"step {step}, chat {slot}: logits moved by {gap}"
+
+
+def _steps(runner: LlamaCppRunner, prompts: list[list[int]], constrained: list[int] | None,
+           forced: list[list[int]] | None, count: int = 8) -> tuple[list[list[np.ndarray]], list[list[int]]]:
+    """`count` steps of the free chats (slots 0..2, teacher-forced where `forced` is given), and of a
+    chat under a JSON Schema in slot 3 beside them; each step's logits of the free chats."""
+    for slot in range(len(prompts)):
+        _start(runner, slot, GREEDY)
+    work = [SlotWork(slot, tokens, 0, True) for slot, tokens in enumerate(prompts)]
+    if constrained is not None:
+        _start(runner, 3, replace(GREEDY, temperature=1.0, seed=1, constraint=schema_constraint("person")))
+        work.append(SlotWork(3, constrained, 0, True))
+    rows, fed = [], [[] for _ in prompts]
+    for step in range(count):
+        sampled = runner.forward(work)
+        rows.append([runner.last_logits(slot) for slot in range(len(prompts))])
+        next_work = []
+        for item in work:
+            token = forced[item.slot][step] if forced is not None and item.slot < len(prompts) else sampled[item.slot][0]
+            if item.slot < len(prompts):
+                fed[item.slot].append(token)
+            next_work.append(SlotWork(item.slot, [token], item.start_pos + len(item.tokens), True))
+        work = next_work
+    return rows, fed
+
+
+def _greedy_digits(runner: LlamaCppRunner, prompt: list[int]) -> list[int]:
+    _start(runner, 0, replace(GREEDY, constraint=DIGITS))
+    tokens, position, work = [], 0, SlotWork(0, prompt, 0, True)
+    for _ in range(12):
+        (token,) = runner.forward([work])[0]
+        tokens.append(token)
+        if runner.is_end_of_generation(token):
+            return tokens
+        position += len(work.tokens)
+        work = SlotWork(0, [token], position, True)
+    raise AssertionError(f"the constraint never ended the turn: {tokens}")
+
+
+def test_drafts_the_constraint_forbids_are_rejected_and_the_rest_is_exact(runner: LlamaCppRunner) -> None:
+    prompt = _tokens(runner, "Write a word.")
+    expected = _greedy_digits(runner, prompt)
+    digits = b"".join(runner._piece(token) for token in expected[:-1])
+    assert digits.isdigit() and len(digits) == 6, "the regex held"
+    assert runner.is_end_of_generation(expected[-1]), "a finished constraint ends the turn"
+    word = _tokens(runner, "hello")[-1]
+    for draft, kept in (([word], 0), (expected[1:3] + [word], 2), (expected[1:-1], len(expected) - 2)):
+        _start(runner, 0, replace(GREEDY, constraint=DIGITS))
+        (first,) = runner.forward([SlotWork(0, prompt, 0, True)])[0]
+        new = runner.forward([SlotWork(0, [first], len(prompt), True, draft)])[0]
+        assert new == expected[1: kept + 2], f"draft {draft}: {kept} accepted, then the constraint's own token"
+
+
+def test_logprobs_are_the_models_own_before_the_mask(runner: LlamaCppRunner) -> None:
+    prompt = _tokens(runner, "Write a number.")
+    _start(runner, 0, replace(GREEDY, logprobs=5))
+    (free,) = runner.forward([SlotWork(0, prompt, 0, True)])[0]
+    logits = runner.last_logits(0).astype(np.float64)
+    log_softmax = logits - (logits.max() + math.log(np.exp(logits - logits.max()).sum()))
+    (entry,) = runner.step_logprobs(0)
+    assert entry.logprob == pytest.approx(log_softmax[free], abs=1e-4) and entry.logprob <= 0.0
+    assert bytes(entry.token_bytes) == runner._piece(free) and entry.token == runner._piece(free).decode()
+    assert len(entry.top) == 5 and [lp for _, lp in entry.top] == sorted((lp for _, lp in entry.top), reverse=True)
+    assert entry.top[0] == (entry.token, entry.logprob), "greedy picks the likeliest"
+    assert sum(math.exp(lp) for _, lp in entry.top) <= 1.0 + 1e-6
+
+    _start(runner, 0, replace(GREEDY, logprobs=5, constraint=DIGITS))
+    (digit,) = runner.forward([SlotWork(0, prompt, 0, True)])[0]
+    (constrained,) = runner.step_logprobs(0)
+    assert runner._piece(digit).isdigit()
+    assert constrained.logprob == pytest.approx(log_softmax[digit], abs=1e-4), "the model's, not the mask's"
+    assert [t for t, _ in constrained.top] == [t for t, _ in entry.top]
+
+    _start(runner, 0, replace(GREEDY, logprobs=0))
+    runner.forward([SlotWork(0, prompt, 0, True)])
+    assert [e.top for e in runner.step_logprobs(0)] == [()]

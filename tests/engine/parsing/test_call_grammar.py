@@ -1,0 +1,80 @@
+"""The tool-call grammars, per format: a call in the model's own format is accepted and parses back;
+a wrong name or arguments off the schema are refused. llguidance with a byte-level tokenizer built here."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from engine.constraints.grammar import grammar_for
+from engine.parsing.call_grammar import after_open, whole_answer
+from engine.parsing.formats import FALLBACK_TOOL_FORMAT, OutputFormat, ToolCallFormat
+from engine.parsing.stream import OutputParser
+from engine.protocol import Constraint, ToolSpec
+from tests.engine.parsing.test_detect import EXPECTED, WEATHER, detected
+
+TIME = ToolSpec("get_time", "", json.dumps({"type": "object", "properties": {"zone": {"type": "string"}},
+                                             "required": ["zone"], "additionalProperties": False}))
+TOOLS = (WEATHER, TIME)
+FORMATS = {name: detected(name).tools for name, expected in EXPECTED.items() if expected[0] not in (None, "harmony")}
+FORMATS["fallback"] = FALLBACK_TOOL_FORMAT
+
+
+@pytest.fixture(scope="module")
+def tokenizer(tmp_path_factory: pytest.TempPathFactory):  # -> LLTokenizer
+    from llguidance.hf import from_tokenizer
+
+    from tests.engine.runners.hf.tiny_hf import build_tokenizer
+
+    hf = build_tokenizer(Path(tmp_path_factory.mktemp("tokenizer")))
+    return hf, from_tokenizer(hf, n_vocab=len(hf))
+
+
+def call_text(call_format: ToolCallFormat, name: str, arguments: dict, opened: bool) -> str:
+    """How the format writes one call (what the grammar must accept)."""
+    args = json.dumps(arguments)
+    if call_format.style == "name_args":
+        body = f"{name}{call_format.args_marker}{args}"
+    else:
+        body = json.dumps({call_format.name_key: name, call_format.arguments_key: arguments})
+        if call_format.style == "json_array":
+            body = f"[{body}]"
+    text = f"\n{body}\n{call_format.close}" if call_format.close else body
+    return text if opened else call_format.open + text
+
+
+def accepts(tokenizer, constraint: Constraint, text: str) -> bool:
+    from llguidance import LLMatcher
+
+    hf, lltokenizer = tokenizer
+    matcher = LLMatcher(lltokenizer, grammar_for(constraint), log_level=0)
+    ids = hf.encode(text, add_special_tokens=False)
+    return all(matcher.consume_token(token) for token in ids) and matcher.is_accepting()
+
+
+@pytest.mark.parametrize("name", sorted(FORMATS))
+def test_a_call_in_the_format_is_accepted_and_parses(tokenizer, name: str) -> None:
+    call_format = FORMATS[name]
+    assert call_format is not None
+    for opened, build in ((False, whole_answer), (True, after_open)):
+        text = call_text(call_format, "get_weather", {"city": "Paris"}, opened)
+        assert accepts(tokenizer, build(call_format, TOOLS, "required", True), text), text
+        parser = OutputParser(OutputFormat(tools=call_format), call_format)
+        parser.feed(text if not opened else call_format.open + text)
+        parser.finish()
+        assert [(c.name, json.loads(c.arguments)) for c in parser.calls] == [("get_weather", {"city": "Paris"})]
+
+
+@pytest.mark.parametrize("name", sorted(FORMATS))
+def test_wrong_calls_are_refused(tokenizer, name: str) -> None:
+    call_format = FORMATS[name]
+    assert call_format is not None
+    forced = whole_answer(call_format, TOOLS, "get_time", False)
+    assert not accepts(tokenizer, forced, call_text(call_format, "get_weather", {"city": "Paris"}, False)), \
+        "a named tool choice allows that tool only"
+    assert not accepts(tokenizer, forced, call_text(call_format, "get_time", {"zone": 3}, False)), \
+        "the arguments follow the tool's schema"
+    assert not accepts(tokenizer, forced, "Sure! " + call_text(call_format, "get_time", {"zone": "UTC"}, False))
+    assert accepts(tokenizer, forced, call_text(call_format, "get_time", {"zone": "UTC"}, False))
