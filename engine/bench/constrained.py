@@ -34,8 +34,9 @@ def _request(chat_id: str, tab: int, max_tokens: int, constrained: bool) -> Subm
 
 
 def _decode(bench: Bench, requests: list[Submit]) -> tuple[float, list[Turn]]:
-    """Prompts into the cache with one-token turns, then the timed turns: seconds, turns."""
-    bench.serve([replace(r, sampling=replace(r.sampling, max_new_tokens=1, constraint=None)) for r in requests])
+    """Prompts into the cache with one-token turns, then the timed turns: seconds, turns. The one-token
+    turns carry the constraint too: the model's vocabulary is read for the masks once, on first use."""
+    bench.serve([replace(r, sampling=replace(r.sampling, max_new_tokens=1)) for r in requests])
     started = time.perf_counter()
     turns = bench.serve(requests)
     elapsed = time.perf_counter() - started

@@ -69,11 +69,6 @@ class SlotConstraints:
             if end_of_generation(token) or not matcher.consume_token(token):
                 break
 
-    def finished(self, slot: int) -> bool:
-        """The constraint is complete and takes no more tokens: only end-of-generation is allowed now."""
-        matcher = self._matchers.get(slot)
-        return matcher is not None and matcher.is_stopped()
-
     def _compile(self, constraint: Constraint) -> LLMatcher:
         compiled = self._compiled.get(constraint)
         if compiled is None:

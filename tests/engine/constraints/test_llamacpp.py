@@ -19,7 +19,8 @@ from engine.runners.llamacpp.runner import LlamaCppRunner
 from tests.engine.constraints.sampling import SAMPLES, sample_answers, schema_constraint
 from tests.engine.constraints.schemas import SCHEMAS, errors, prompt_text
 
-pytestmark = pytest.mark.slow
+# 200 sampled answers: about 2 minutes alone on 2 cores, 20 on a machine shared with seven other test runs
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(2400)]
 
 GREEDY = SamplingParams(temperature=0.0, repeat_penalty=1.0, max_new_tokens=64)
 DIGITS = Constraint("regex", "[0-9]{6}")
