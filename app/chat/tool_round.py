@@ -51,6 +51,8 @@ class ChatTools(QObject):
         super().__init__(parent)
         self.service, self.view = service, view
         self.rounds = 0  # steps of tool calls in the answer under way
+        # What the first step of an answer asks of the model (Submit.tool_choice); later steps are "auto".
+        self.tool_choice = "auto"
         self.outcomes: dict[str, str] = {}  # call id -> outcome (the history stores it)
         self.errors: dict[str, bool] = {}  # call id -> the result was an error
         self._calls: list[_Call] = []
@@ -78,7 +80,8 @@ class ChatTools(QObject):
                 show_error(failure)
         specs = self.specs()
         if specs:
-            bridge.submit(chat_id, conversation, sampling, template_options=options, tools=specs)
+            choice = self.tool_choice if self.rounds == 0 else "auto"
+            bridge.submit(chat_id, conversation, sampling, template_options=options, tools=specs, tool_choice=choice)
         else:  # none enabled, or the step limit reached: the model must answer
             bridge.submit(chat_id, conversation, sampling, template_options=options)
 
