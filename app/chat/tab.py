@@ -87,7 +87,7 @@ class ChatTab(QWidget):
         self.chat_tools = ChatTools(tools, self.view, self) if tools is not None else None
         if self.chat_tools is not None:
             self.chat_tools.results_ready.connect(self._on_tool_results)
-            self.chat_tools.stopped.connect(lambda messages: self._add_tool_messages(messages) or self._set_answering(False))
+            self.chat_tools.stopped.connect(self._on_tools_stopped)
         self.set_model_ready(False, "Starting…")
 
     def _build(self) -> None:
@@ -268,6 +268,10 @@ class ChatTab(QWidget):
     def _on_tool_results(self, messages: list[ChatMessage]) -> None:
         self._add_tool_messages(messages)
         self._start_turn(new_answer=False)
+
+    def _on_tools_stopped(self, messages: list[ChatMessage]) -> None:
+        self._add_tool_messages(messages)
+        self._set_answering(False)
 
     def _add_tool_messages(self, messages: list[ChatMessage]) -> None:
         for message in messages:
