@@ -38,6 +38,9 @@ from engine.protocol import (
     SamplingParams,
     Submit,
     Token,
+    ToolCallArguments,
+    ToolCallStarted,
+    ToolSpec,
     TurnFinished,
     TurnQueued,
     TurnStarted,
@@ -90,6 +93,9 @@ class EngineBridge(QObject):
             Token: self._on_token,
             ReasoningText: lambda event: self.reasoning_received.emit(event.chat_id, event.text),
             TurnQueued: lambda event: None,  # a tab shows its turn once it starts
+            # A tab shows a tool call once its turn has finished with it whole (TurnFinished.tool_calls).
+            ToolCallStarted: lambda event: None,
+            ToolCallArguments: lambda event: None,
             TurnStarted: self.turn_started.emit,
             TurnFinished: self.turn_finished.emit,
             EngineStats: self.stats_updated.emit,
@@ -139,9 +145,12 @@ class EngineBridge(QObject):
         self._send(LoadModel(config))
 
     def submit(self, chat_id: str, messages: Sequence[ChatMessage], sampling: SamplingParams,
-               template_options: tuple[tuple[str, str], ...] = ()) -> None:
-        """One turn; `template_options`: the chat template's variables (the chat's Think choice)."""
-        self._send(Submit(chat_id, tuple(messages), sampling, template_options=tuple(template_options)))
+               template_options: tuple[tuple[str, str], ...] = (), tools: tuple[ToolSpec, ...] = (),
+               tool_choice: str = "auto") -> None:
+        """One turn; `template_options`: the chat template's variables (the chat's Think choice);
+        `tools`: the MCP tools the model may call (the calls come back in TurnFinished.tool_calls)."""
+        self._send(Submit(chat_id, tuple(messages), sampling, template_options=tuple(template_options),
+                          tools=tuple(tools), tool_choice=tool_choice))
 
     def cancel(self, chat_id: str) -> None:
         self._send(Cancel(chat_id))

@@ -26,7 +26,7 @@ from app.chat.branch_bar import BranchBar
 from app.chat.markdown_view import MessageBrowser
 from app.chat.thinking_block import ThinkingBlock
 
-ROLE_TITLES = {"user": "You", "assistant": "Assistant", "system": "System", "error": "Error"}
+ROLE_TITLES = {"user": "You", "assistant": "Assistant", "system": "System", "error": "Error", "tool": "Tool result"}
 PIN_SLACK_PX = 8  # "at the bottom" tolerates a few pixels of rounding
 
 
@@ -99,6 +99,12 @@ class MessageCard(QFrame):
         """A reasoning model's thinking, folded under its "Thinking" header; never mixed into the answer."""
         self.thinking_block.set_text(text)
 
+    def add_part(self, widget: QWidget) -> None:
+        """A part below the text, above the footer (an answer's tool calls: app/chat/tool_card.py)."""
+        layout = self.layout()
+        assert isinstance(layout, QVBoxLayout)
+        layout.insertWidget(layout.indexOf(self.footer), widget)
+
     def set_footer(self, text: str) -> None:
         self.footer.setText(text)
         self.footer.setVisible(bool(text))
@@ -147,8 +153,9 @@ class MessageList(QScrollArea):
         widgets = [item.widget() for i in range(self._layout.count()) if (item := self._layout.itemAt(i))]
         return [widget for widget in widgets if isinstance(widget, MessageCard)]
 
-    def add_card(self, role: str, text: str = "") -> MessageCard:
-        card = MessageCard(role, text)
+    def add_card(self, role: str, text: str = "", card: MessageCard | None = None) -> MessageCard:
+        """A new card at the bottom: a plain one for `role`, or the `card` given (a tool result)."""
+        card = card or MessageCard(role, text)
         card.copied.connect(self.copied)
         card.edit_requested.connect(lambda: self.edit_requested.emit(card))
         card.delete_requested.connect(lambda: self.delete_requested.emit(card))
@@ -166,7 +173,7 @@ class MessageList(QScrollArea):
 
     def message_cards(self) -> list[MessageCard]:
         """The cards of the conversation itself (no error notes), top to bottom."""
-        return [card for card in self.cards() if card.role in ("user", "assistant")]
+        return [card for card in self.cards() if card.role in ("user", "assistant", "tool")]
 
     def remove_from(self, card: MessageCard) -> None:
         """Remove this card and every card below it."""

@@ -8,7 +8,8 @@ the input; sending it then replaces that message and everything below it (the
 history keeps the old branch as an alternative, "< 1/2 >"). A reasoning model's
 thinking streams into the answer card's folded Thinking block on the same tick
 (app/chat/thinking_stream.py); the chat's Think setting sits beside the buttons
-(app/chat/think_control.py) and goes into each turn's Submit.
+(app/chat/think_control.py) and goes into each turn's Submit. With MCP tools, an answer that ends
+in tool calls hands them to ChatTools (app/chat/tool_round.py), whose results send the chat on.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ from app.chat.stats_line import stats_line
 from app.chat.think_control import ThinkControl
 from app.chat.thinking_stream import ThinkingStream
 from app.chat.title import title_from_text, title_from_user
+from app.chat.tool_round import ChatTools, add_result_card, answer_every_call, restore_cards
+from app.tools.service import ToolService
 
 FLUSH_INTERVAL_MS = 30
 Defaults = Callable[[], tuple[SamplingParams, str]]  # sampling, system prompt
@@ -59,7 +62,8 @@ class ChatTab(QWidget):
     think_settings_changed = Signal(str, dict)  # chat_id, the Think choice and budget to store with the chat
 
     def __init__(
-        self, bridge: EngineBridge, defaults: Defaults, title: str, parent: QWidget | None = None, chat_id: str = ""
+        self, bridge: EngineBridge, defaults: Defaults, title: str, parent: QWidget | None = None, chat_id: str = "",
+        tools: ToolService | None = None,
     ) -> None:
         super().__init__(parent)
         self.chat_id = chat_id or uuid.uuid4().hex
@@ -80,6 +84,10 @@ class ChatTab(QWidget):
         self._flush_timer = QTimer(self, interval=FLUSH_INTERVAL_MS)
         self._flush_timer.timeout.connect(self._flush)
         self._build()
+        self.chat_tools = ChatTools(tools, self.view, self) if tools is not None else None
+        if self.chat_tools is not None:
+            self.chat_tools.results_ready.connect(self._on_tool_results)
+            self.chat_tools.stopped.connect(self._on_tools_stopped)
         self.set_model_ready(False, "Starting…")
 
     def _build(self) -> None:
@@ -159,7 +167,9 @@ class ChatTab(QWidget):
         self._start_turn()
 
     def stop(self) -> None:
-        if self.answering:
+        if self.chat_tools is not None and self.chat_tools.busy:
+            self.chat_tools.stop()  # a call waiting or running: the engine has no turn of ours
+        elif self.answering:
             self._bridge.cancel(self.chat_id)
 
     def regenerate(self) -> None:
@@ -172,17 +182,22 @@ class ChatTab(QWidget):
             if cards:
                 self.view.remove_card(cards[-1])
             self.conversation_changed.emit(self.chat_id)
-        if self.messages and self.messages[-1].role == "user":
+        if self.messages and self.messages[-1].role in ("user", "tool"):
             self._start_turn()
 
-    def set_conversation(self, messages: Sequence[ChatMessage]) -> None:
+    def set_conversation(self, messages: Sequence[ChatMessage], tool_outcomes: Mapping[str, str] = {},
+                         tool_errors: Mapping[str, bool] = {}) -> None:
         """Show a stored conversation (the history reopening a chat or switching a branch); not while answering."""
         if self.message_actions.editing_index is not None:
             self.message_actions.cancel_edit()
         self.messages = [m for m in messages if m.role != "system"]
         self.view.clear()
         for message in self.messages:
-            self.view.add_card(message.role, message.content).set_thinking(message.reasoning)
+            if message.role == "tool":
+                add_result_card(self.view, message, tool_errors.get(message.tool_call_id, False))
+            else:
+                self.view.add_card(message.role, message.content).set_thinking(message.reasoning)
+        restore_cards(self.view, self.messages, tool_outcomes, tool_errors)
         self.view.scroll_to_bottom()
         self._update_buttons()
 
@@ -221,6 +236,13 @@ class ChatTab(QWidget):
         if card is not None:
             cut_short = event.reason not in ("stop", "length", "tool_calls")
             self.last_reasoning_s = self.thinking.finish(card.thinking_block, reasoning, event.stats, cut_short)
+        if event.tool_calls and card is not None and self.chat_tools is not None:
+            self.messages.append(ChatMessage("assistant", text, reasoning, tool_calls=event.tool_calls))
+            card.set_text(text)
+            card.set_footer(stats_line(event))
+            self.conversation_changed.emit(self.chat_id)
+            self.chat_tools.begin(card, event.tool_calls)  # the answer goes on once every call has a result
+            return
         if (text or reasoning.strip()) and card is not None:  # a thinking stopped before its answer is kept too
             self.messages.append(ChatMessage("assistant", text, reasoning))
             card.set_text(text)
@@ -243,15 +265,32 @@ class ChatTab(QWidget):
     def show_error(self, message: str) -> None:
         self.view.add_card("error", message)
 
+    def _on_tool_results(self, messages: list[ChatMessage]) -> None:
+        self._add_tool_messages(messages)
+        self._start_turn(new_answer=False)
+
+    def _on_tools_stopped(self, messages: list[ChatMessage]) -> None:
+        self._add_tool_messages(messages)
+        self._set_answering(False)
+
+    def _add_tool_messages(self, messages: list[ChatMessage]) -> None:
+        for message in messages:
+            self.messages.append(message)
+            if self.chat_tools is not None:
+                self.chat_tools.add_result_card(message)
+        self.conversation_changed.emit(self.chat_id)
+
     def _on_messages_deleted(self, index: int) -> None:
         self._update_buttons()
         self.messages_deleted.emit(self.chat_id, index)
 
     # ------------------------------------------------------------ internals
 
-    def _start_turn(self) -> None:
+    def _start_turn(self, new_answer: bool = True) -> None:
+        if self.chat_tools is not None and new_answer:
+            self.chat_tools.new_answer()
         sampling, system_prompt = self._defaults()
-        conversation = ([ChatMessage("system", system_prompt)] if system_prompt else []) + self.messages
+        conversation = ([ChatMessage("system", system_prompt)] if system_prompt else []) + answer_every_call(self.messages)
         self._pending.clear()
         self._answer_text = ""
         self.thinking.reset()
@@ -264,7 +303,11 @@ class ChatTab(QWidget):
         budget = self.think_control.reasoning_budget()
         if budget is not None:
             sampling = replace(sampling, reasoning_budget=budget)
-        self._bridge.submit(self.chat_id, conversation, sampling, template_options=self.think_control.template_options())
+        options = self.think_control.template_options()
+        if self.chat_tools is None:
+            self._bridge.submit(self.chat_id, conversation, sampling, template_options=options)
+        else:
+            self.chat_tools.submit_turn(self._bridge, self.chat_id, conversation, sampling, options, self.show_error)
 
     def _flush(self) -> None:
         self._thinking_dirty |= self.thinking.flush()

@@ -167,6 +167,14 @@ class HistoryClient(QObject):
         self._write(HistoryStore.add_message, chat_id, role, text, parent_id, "complete", message_id)
         return message_id
 
+    def add_tool_message(self, chat_id: str, text: str, parent_id: str | None, tool_call_id: str, tool_name: str,
+                         outcome: str) -> str:
+        """A tool call's result (or why it did not run) under the answer that made the call."""
+        message_id = new_id()
+        self._write(HistoryStore.add_message, chat_id, "tool", text, parent_id, "complete", message_id,
+                    tool_call_id=tool_call_id, tool_name=tool_name, finish_reason=outcome)
+        return message_id
+
     def edit_message(self, message_id: str, text: str) -> str:
         """A new alternative of the message; the old one stays reachable."""
         new_message_id = new_id()

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -85,6 +86,12 @@ def _openai_record(message: StoredMessage) -> dict[str, Any]:
     record: dict[str, Any] = {"role": message.role, "content": message.text}
     if message.reasoning:
         record["reasoning"] = message.reasoning
+    if message.tool_calls:  # OpenAI's shape, so other readers take the calls as they are
+        record["tool_calls"] = [{"id": call.id, "type": "function",
+                                 "function": {"name": call.name, "arguments": call.arguments}}
+                                for call in message.tool_calls]
+    if message.role == "tool":
+        record.update(tool_call_id=message.tool_call_id, name=message.tool_name)
     return record
 
 
@@ -119,11 +126,21 @@ def export_markdown(snapshot: ChatSnapshot) -> str:
     stamp = datetime.fromtimestamp(chat.created).strftime("%Y-%m-%d %H:%M")
     lines += [f"Started: {stamp}", ""]
     for message in snapshot.path():
-        lines += [f"## {message.role.capitalize()}", ""] + _thinking_markdown(message.reasoning)
-        lines += [message.text.rstrip(), ""]
+        title = f"Tool result: {message.tool_name}" if message.role == "tool" else message.role.capitalize()
+        lines += [f"## {title}", ""] + _thinking_markdown(message.reasoning)
+        lines += _fenced(message.text, "") if message.role == "tool" else [message.text.rstrip(), ""]
+        for call in message.tool_calls:
+            lines += [f"**Tool call** `{call.name}`:", ""] + _fenced(call.arguments, "json")
         if message.state != "complete":
             lines += [f"*({message.state})*", ""]
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _fenced(text: str, language: str) -> list[str]:
+    """A code block whose fence is longer than any run of backticks in `text`, so it cannot end early."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return [fence + language, text.rstrip(), fence, ""]
 
 
 def _thinking_markdown(reasoning: str) -> list[str]:

@@ -16,9 +16,9 @@ from typing import Any, Literal
 
 from engine.protocol import ToolCall
 
-Role = Literal["system", "user", "assistant"]
+Role = Literal["system", "user", "assistant", "tool"]
 MessageState = Literal["complete", "streaming", "interrupted"]
-ROLES: tuple[str, ...] = ("system", "user", "assistant")
+ROLES: tuple[str, ...] = ("system", "user", "assistant", "tool")
 STATES: tuple[str, ...] = ("complete", "streaming", "interrupted")
 
 # Around each match in SearchHit.snippet; cannot occur in typed text.

@@ -207,8 +207,12 @@ class HistoryStore:
     # ------------------------------------------------------------ messages
 
     def add_message(self, chat_id: str, role: str, text: str = "", parent_id: str | None = None,
-                    state: str = "complete", message_id: str | None = None) -> StoredMessage:
-        """Append a message under `parent_id` (None: a first message) and make it the active branch."""
+                    state: str = "complete", message_id: str | None = None, *, tool_call_id: str = "",
+                    tool_name: str = "", finish_reason: str | None = None) -> StoredMessage:
+        """Append a message under `parent_id` (None: a first message) and make it the active branch.
+
+        A tool message names the call it answers and that tool; its finish_reason says how the call
+        ended (allowed, always, declined, stopped, unknown)."""
         if role not in ROLES or state not in STATES:
             raise HistoryError(f"Unknown message role {role!r} or state {state!r}.", "other")
         message_id, now = message_id or new_id(), time.time()
@@ -217,13 +221,15 @@ class HistoryStore:
             if parent_id is not None and not db.execute(
                     "SELECT 1 FROM messages WHERE id = ? AND chat_id = ?", (parent_id, chat_id)).fetchone():
                 raise HistoryError(f"The message {parent_id} is not in chat {chat_id}.", "missing")
-            db.execute("INSERT INTO messages (id, chat_id, parent_id, role, text, state, created) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                       (message_id, chat_id, parent_id, role, text, state, now))
+            db.execute("INSERT INTO messages (id, chat_id, parent_id, role, text, state, created, tool_call_id, tool_name,"
+                       " finish_reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                       (message_id, chat_id, parent_id, role, text, state, now, tool_call_id, tool_name, finish_reason))
             point_to(db, chat_id, parent_id, message_id)
             if role == "user" and title_auto and user_message_count(db, chat_id) == 1:
                 db.execute("UPDATE chats SET title = ? WHERE id = ?", (title_from_text(text), chat_id))
             db.execute("UPDATE chats SET updated = ? WHERE id = ?", (now, chat_id))
-        return StoredMessage(message_id, chat_id, parent_id, role, text, state, now)  # type: ignore[arg-type]
+        return StoredMessage(message_id, chat_id, parent_id, role, text, state, now,  # type: ignore[arg-type]
+                             finish_reason=finish_reason, tool_call_id=tool_call_id, tool_name=tool_name)
 
     def message(self, message_id: str) -> StoredMessage:
         rows = self._rows("read the message", f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE id = ?", (message_id,))

@@ -7,7 +7,9 @@ tokens and finished turns) to the `on_*` methods. With each tab's own
 The stored ids of the messages a tab shows are kept here, parallel to
 `tab.messages`, so a new message knows its parent. On startup the stored open
 tabs replace the empty first tab; answers a crash cut short come back with an
-"(interrupted)" note and Regenerate. A reasoning model's thinking is stored with
+"(interrupted)" note and Regenerate. Tool calls are stored with their answer and each result as a
+"tool" message with how the call ended (its approval); a call that has no result after a restart
+shows as interrupted and is never run again by itself. A reasoning model's thinking is stored with
 its answer as it streams, and comes back folded ("Thought for 12 s"); each chat's
 Think choice is stored in its settings. Storage problems show in `label` (placed in
 the status bar) while the chats stay in memory. Branches, edits, deletes and
@@ -134,8 +136,13 @@ class HistoryUI(QObject):
 
     def render(self, tab: ChatTab, snapshot: ChatSnapshot) -> None:
         """Show the chat's active branch in the tab."""
-        path = [m for m in snapshot.path() if m.role != "system" and (m.text or m.reasoning or m.role == "user")]
-        tab.set_conversation([ChatMessage(m.role, m.text, m.reasoning) for m in path])  # type: ignore[arg-type]
+        path = [m for m in snapshot.path() if m.role != "system"
+                and (m.text or m.reasoning or m.tool_calls or m.role in ("user", "tool"))]
+        results = {m.tool_call_id: (m.finish_reason or "").split() for m in path if m.role == "tool"}
+        tab.set_conversation([ChatMessage(m.role, m.text, m.reasoning, m.tool_calls, m.tool_call_id, m.tool_name)
+                              for m in path],
+                             {call: words[0] if words else "" for call, words in results.items()},
+                             {call: "error" in words for call, words in results.items()})
         self._ids[tab.chat_id] = [m.id for m in path]
         self._states.update({m.id: m.state for m in path})
         show_stored_notes(tab, path)
@@ -192,9 +199,16 @@ class HistoryUI(QObject):
         while len(ids) > len(tab.messages):
             self._regenerate_of[chat_id] = ids.pop()
         for message in tab.messages[len(ids):]:
-            if message.role != "user":
+            parent = ids[-1] if ids else None
+            if message.role == "user":
+                ids.append(self.client.add_message(chat_id, "user", message.content, parent_id=parent))
+            elif message.role == "tool" and tab.chat_tools is not None:
+                outcome = tab.chat_tools.outcomes.get(message.tool_call_id, "")
+                outcome += " error" if tab.chat_tools.errors.get(message.tool_call_id) else ""
+                ids.append(self.client.add_tool_message(chat_id, message.content, parent, message.tool_call_id,
+                                                        message.name, outcome))
+            else:
                 break  # answers are stored from the engine's events
-            ids.append(self.client.add_message(chat_id, "user", message.content, parent_id=ids[-1] if ids else None))
 
     def on_turn_started(self, chat_id: str) -> None:
         self._answer_id(chat_id)
@@ -224,7 +238,8 @@ class HistoryUI(QObject):
         answer = self._answers.pop(event.chat_id, None)
         if answer is None:
             return
-        shown = event.text or event.reasoning or self.client.streamed_text(answer) or self.client.streamed_reasoning(answer)
+        shown = (event.text or event.reasoning or event.tool_calls or self.client.streamed_text(answer)
+                 or self.client.streamed_reasoning(answer))
         ids, tab = self._ids.get(event.chat_id), self.tab(event.chat_id)
         if not shown:  # the tab shows no answer: keep none either
             self.client.discard_answer(answer)

@@ -20,6 +20,7 @@ from engine.paths import user_path
 from engine.protocol import ModelConfig, SamplingParams
 from engine.remote.errors import base_url
 from engine.server.options import DEFAULT_PORT, ServerOptions
+from engine.tools.results import DEFAULT_RESULT_LIMIT, DEFAULT_TIMEOUT_S
 
 SCHEMA_VERSION = 1
 FILE_NAME = "settings.json"
@@ -89,6 +90,14 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("server.port", int, DEFAULT_PORT, "TCP port of the API."),
     Setting("server.cors_origins", list, [], "Web page origins (https://host:port) that may call the API "
             "from a browser; none by default."),
+    # MCP tools in the chats; the servers themselves are in mcp.json beside this file (engine/tools/config.py).
+    Setting("tools.disabled_servers", list, [], "MCP servers of mcp.json that chats do not use."),
+    Setting("tools.disabled_tools", list, [], "Tools (server/tool) the model is not offered."),
+    Setting("tools.always_allow", list, [], "Tools (server/tool) that run without asking; revoke them in Tools."),
+    Setting("tools.timeout_s", float, DEFAULT_TIMEOUT_S, "Seconds a tool call may take before it is cut off."),
+    Setting("tools.result_limit", int, DEFAULT_RESULT_LIMIT, "Characters of one tool result the model is given; "
+            "a longer result is cut with a note."),
+    Setting("tools.max_rounds", int, 8, "Tool calls one answer may make in a row before the model must answer."),
 )
 BY_KEY = {setting.key: setting for setting in SETTINGS}
 

@@ -27,6 +27,7 @@ from app.models.launcher import GetModels
 from app.settings.store import Settings, engine_inputs, server_options
 from app.status.gauge import GaugeWidget
 from app.status.server_indicator import ServerIndicator
+from app.tools.service import ToolService
 from app.window.api_server import ApiServerControl
 from app.window.menus import build_menus
 from app.window.model_lifecycle import ModelLifecycle
@@ -63,6 +64,7 @@ class MainWindow(QMainWindow):
         self._settings_dialog: SettingsDialog | None = None
         self._quantcheck_dialog: QuantCheckDialog | None = None  # kept: its results stay for the next look
         _, self.default_sampling, self.system_prompt = self._engine_inputs()
+        self.tool_service = ToolService(self.settings, self)  # MCP servers start when a chat first needs them
         self._tabs_by_chat: dict[str, ChatTab] = {}
         self._chat_count = 0
         self._started = False
@@ -133,7 +135,8 @@ class MainWindow(QMainWindow):
     def new_chat(self, title: str = "", chat_id: str = "", messages: Sequence[ChatMessage] = ()) -> ChatTab:
         """A new tab; the history passes a stored chat's id and title to reopen it."""
         self._chat_count += 1
-        tab = ChatTab(self.bridge, self._defaults, title or f"Chat {self._chat_count}", chat_id=chat_id)
+        tab = ChatTab(self.bridge, self._defaults, title or f"Chat {self._chat_count}", chat_id=chat_id,
+                      tools=self.tool_service)
         tab.title_from_user = bool(title)
         if messages:
             tab.set_conversation(messages)
@@ -280,6 +283,14 @@ class MainWindow(QMainWindow):
         self._settings_dialog = dialog
         dialog.open()
 
+    def open_tools(self) -> None:
+        """The MCP servers, their tools, and the tools always allowed."""
+        from app.settings.tools_dialog import ToolsDialog
+
+        dialog = ToolsDialog(self.tool_service, self)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.open()
+
     def open_get_models(self) -> None:
         """Get models, sized for the context and parallel chats in the settings."""
         self.get_models.open(self._engine_inputs()[0])
@@ -323,5 +334,6 @@ class MainWindow(QMainWindow):
         self.api.stop()  # its streams end with a finish reason while the engine still runs
         self.get_models.shutdown()  # a download stops; what arrived stays for the next one
         self.bridge.shutdown()  # joins the engine thread: nothing may emit into a dead window
+        self.tool_service.shutdown()  # every MCP server is stopped
         self.history_ui.close()  # writes what streamed, marks unfinished answers interrupted, joins its thread
         super().closeEvent(event)

@@ -10,7 +10,8 @@ from collections.abc import Sequence
 
 from PySide6.QtCore import QObject, Signal
 
-from engine.protocol import ChatMessage, EngineStats, ModelConfig, ModelInfo, SamplingParams, TurnFinished, TurnStarted, TurnStats
+from engine.protocol import (ChatMessage, EngineStats, ModelConfig, ModelInfo, SamplingParams, ToolCall, ToolSpec, TurnFinished,
+                             TurnStarted, TurnStats)
 
 NO_STATS = TurnStats(0, 0, 0, 0.0, 0.0, 0.0)
 
@@ -45,6 +46,7 @@ class ScriptedBridge(QObject):
         self.running = False
         self.submitted: list[tuple[str, tuple[ChatMessage, ...], SamplingParams]] = []
         self.template_options: list[tuple[tuple[str, str], ...]] = []  # each submit's, in the same order
+        self.tools: list[tuple[ToolSpec, ...]] = []  # each submit's tools, in the same order
         self.cancelled: list[str] = []
         self.closed: list[str] = []
 
@@ -57,9 +59,11 @@ class ScriptedBridge(QObject):
         self.model_config, self.loading = config, True
 
     def submit(self, chat_id: str, messages: Sequence[ChatMessage], sampling: SamplingParams,
-               template_options: tuple[tuple[str, str], ...] = ()) -> None:
+               template_options: tuple[tuple[str, str], ...] = (), tools: tuple[ToolSpec, ...] = (),
+               tool_choice: str = "auto") -> None:
         self.submitted.append((chat_id, tuple(messages), sampling))
         self.template_options.append(tuple(template_options))
+        self.tools.append(tuple(tools))
 
     def cancel(self, chat_id: str) -> None:
         self.cancelled.append(chat_id)
@@ -101,6 +105,11 @@ class ScriptedBridge(QObject):
 
     def finish(self, chat_id: str, text: str, reasoning: str = "", reason: str = "stop", stats: TurnStats = NO_STATS) -> None:
         self.turn_finished.emit(TurnFinished(chat_id, reason, stats, text, reasoning=reasoning))  # type: ignore[arg-type]
+
+    def call_tools(self, chat_id: str, *calls: ToolCall, text: str = "") -> None:
+        """A whole turn that ends in tool calls (reason "tool_calls"), as the engine's parser reports it."""
+        self.begin_turn(chat_id)
+        self.turn_finished.emit(TurnFinished(chat_id, "tool_calls", NO_STATS, text, tool_calls=tuple(calls)))
 
     def stats(self, **changes: object) -> None:
         values: dict[str, object] = dict(tokens_per_second=0.0, chat_tokens_per_second=(), slots_busy=0,

@@ -118,7 +118,9 @@ def test_json_export_has_the_field_and_imports_back(store: HistoryStore) -> None
     chat_id, _ = _thought_answer(store)
     document = json.loads(store.export_json(chat_id))
     assert document["messages"] == [{"role": "user", "content": "Why do zebras have stripes?"},
-                                     {"role": "assistant", "content": ANSWER, "reasoning": THOUGHT}]
+                                     {"role": "assistant", "content": ANSWER, "reasoning": THOUGHT, "tool_calls": [
+                                         {"id": "call_1", "type": "function",
+                                          "function": {"name": "lookup", "arguments": '{"q": "zebra"}'}}]}]
     record = document["hearth"]["messages"][1]
     assert record["reasoning"] == THOUGHT and record["tool_calls"] == [
         {"id": "call_1", "name": "lookup", "arguments": '{"q": "zebra"}'}]

@@ -274,7 +274,7 @@ def _tree_with_forward_parent() -> str:
 @pytest.mark.parametrize(("text", "expected"), [
     ("{not json", "is not valid JSON (line 1, column 2"),
     ("[1, 2]", 'has no "messages" list'),
-    (json.dumps({"messages": [{"role": "tool", "content": "x"}]}), "message 1 has role 'tool'"),
+    (json.dumps({"messages": [{"role": "function", "content": "x"}]}), "message 1 has role 'function'"),
     (json.dumps({"messages": [{"role": "user", "content": "ok"}, "oops"]}), "message 2 is not an object"),
     (json.dumps({"messages": [{"role": "user", "content": [{"type": "image_url"}]}]}), "no text \"content\""),
     (json.dumps({"messages": [], "settings": [1]}), '"settings" should be an object'),

@@ -30,6 +30,8 @@ DOCUMENTED_DEFAULTS = {
     "sampling.seed": -1, "sampling.speculative": "auto", "chat.system_prompt": "You are a helpful assistant.",
     "server.enabled": False, "server.host": "127.0.0.1", "server.port": 8642,
     "server.cors_origins": [], "remote.url": "", "remote.model": "",
+    "tools.disabled_servers": [], "tools.disabled_tools": [], "tools.always_allow": [], "tools.timeout_s": 60.0,
+    "tools.result_limit": 16000, "tools.max_rounds": 8,
 }
 README_ROWS = (
     "| Backend | auto |", "| Context length | 4096 |", "| Parallel chats (slots) | 4 |", "| Batch tokens | 512 |",
@@ -40,7 +42,8 @@ README_ROWS = (
     "| Max new tokens | 512 |", "| Seed | random |", "| Speculative decoding | auto |",
     '| System prompt | "You are a helpful assistant." |',
     "| Local API | off |", "| API address | 127.0.0.1 |", "| API port | 8642 |", "| API key | none |",
-    "| Allowed web origins | none |",
+    "| Allowed web origins | none |", "| Tool call timeout | 60 s |", "| Tool result limit | 16,000 characters |",
+    "| Tool steps per answer | 8 |",
 )
 
 

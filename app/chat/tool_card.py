@@ -1,0 +1,158 @@
+"""The cards of a tool call: the call with its approval buttons, and the result, folded.
+
+A ToolCallCard sits inside the answer that made the call: the tool, its server, and exactly the
+arguments that will be sent (formatted JSON), with Allow once / Always allow this tool / Deny
+while it waits; then what became of it. A ToolResultCard is the tool message's own card in the
+list: its first lines, "Show all" for the rest. Both show plain text only: a result is data,
+nothing in it is a link or a button.
+"""
+
+from __future__ import annotations
+
+import json
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QFontDatabase
+from PySide6.QtWidgets import (
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.chat.message_list import MessageCard
+
+PREVIEW_LINES = 4
+PREVIEW_CHARS = 400
+STATES = {
+    "waiting": "Waiting for your approval: nothing runs until you allow it.",
+    "running": "Running…",
+    "done": "Done.",
+    "error": "The tool reported an error.",
+    "declined": "Declined: it did not run.",
+    "stopped": "Stopped.",
+    "interrupted": "Interrupted: Hearth closed before it finished. It was not run again.",
+    "unknown": "The model asked for a tool that is not offered; it did not run.",
+}
+
+
+def formatted_arguments(arguments: str) -> str:
+    """The arguments as indented JSON; text that is not JSON is shown as it came."""
+    try:
+        return json.dumps(json.loads(arguments or "{}"), indent=2, ensure_ascii=False)
+    except json.JSONDecodeError:
+        return arguments
+
+
+def _plain_label(text: str, name: str) -> QLabel:
+    label = QLabel(text)
+    label.setObjectName(name)
+    label.setTextFormat(Qt.TextFormat.PlainText)  # a result or an argument is never markup
+    label.setWordWrap(True)
+    label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+    return label
+
+
+class ToolCallCard(QFrame):
+    """One call of an answer: what will run, and the person's decision."""
+
+    decided = Signal(str)  # "once", "always" or "deny"
+
+    def __init__(self, name: str, server: str, arguments: str, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("toolCallCard")
+        self.name, self.server, self.state = name, server, ""
+        where = f"  ·  server {server}" if server else ""
+        self.title = QLabel(f"Tool call: {name}{where}")
+        self.title.setObjectName("toolCallTitle")
+        self.title.setTextFormat(Qt.TextFormat.PlainText)
+        self.arguments = _plain_label(formatted_arguments(arguments), "toolArguments")
+        self.arguments.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
+        self.status = _plain_label("", "toolStatus")
+        self.status.setProperty("role", "hint")
+        self.allow_button = self._button("Allow once", "Run this call once, with exactly these arguments", "once")
+        self.always_button = self._button("Always allow this tool", f"Run {name} without asking from now on "
+                                          "(revoke it in Settings, Tools)", "always")
+        self.deny_button = self._button("Deny", "Do not run it; the model is told you declined", "deny")
+        self._build()
+
+    def _button(self, text: str, tip: str, choice: str) -> QPushButton:
+        button = QPushButton(text)
+        button.setToolTip(tip)
+        button.clicked.connect(lambda: self.decided.emit(choice))
+        return button
+
+    def _build(self) -> None:
+        buttons = QHBoxLayout()
+        buttons.setContentsMargins(0, 0, 0, 0)
+        for button in (self.allow_button, self.always_button, self.deny_button):
+            buttons.addWidget(button)
+        buttons.addStretch(1)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(8, 6, 8, 6)
+        layout.setSpacing(4)
+        layout.addWidget(self.title)
+        layout.addWidget(self.arguments)
+        layout.addLayout(buttons)
+        layout.addWidget(self.status)
+
+    @property
+    def waiting(self) -> bool:
+        return self.state == "waiting"
+
+    def set_state(self, state: str, detail: str = "") -> None:
+        """One of STATES; the buttons show only while it waits for the person."""
+        self.state = state
+        for button in (self.allow_button, self.always_button, self.deny_button):
+            button.setVisible(state == "waiting")
+        self.status.setText(" ".join(part for part in (STATES[state], detail) if part))
+        self.setProperty("state", state)
+        self.style().unpolish(self)
+        self.style().polish(self)
+
+
+class ToolResultCard(MessageCard):
+    """A tool message: the result folded to its first lines, "Show all" for the rest."""
+
+    def __init__(self, name: str, text: str, is_error: bool = False, parent: QWidget | None = None) -> None:
+        self._full = text
+        super().__init__("tool", "", parent)
+        self.title.setText(f"Tool result: {name}" + (" (error)" if is_error else ""))
+        self.setProperty("error", is_error)
+        self.browser.hide()  # a result is plain text, never rendered Markdown
+        self.result = _plain_label("", "toolResult")
+        self.result.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
+        self.show_all = QToolButton()
+        self.show_all.setObjectName("toolShowAll")
+        self.show_all.setAutoRaise(True)
+        self.show_all.setCheckable(True)
+        self.show_all.toggled.connect(self._show)
+        layout = self.layout()
+        assert isinstance(layout, QVBoxLayout)
+        layout.insertWidget(layout.indexOf(self.browser), self.result)
+        layout.insertWidget(layout.indexOf(self.browser), self.show_all)
+        self._show(False)
+
+    @property
+    def folded(self) -> bool:
+        return not self.show_all.isChecked()
+
+    def text(self) -> str:
+        return self._full
+
+    def set_text(self, text: str) -> None:
+        if text or not hasattr(self, "result"):  # MessageCard's constructor sets "" before the result exists
+            self._full = text or self._full
+        if hasattr(self, "result"):
+            self._show(self.show_all.isChecked())
+
+    def _show(self, everything: bool) -> None:
+        lines = self._full.splitlines() or [""]
+        preview = "\n".join(lines[:PREVIEW_LINES])[:PREVIEW_CHARS]
+        longer = preview != self._full.rstrip("\n")
+        self.result.setText(self._full if everything else preview + ("…" if longer else ""))
+        self.show_all.setVisible(longer)
+        self.show_all.setText("Show less" if everything else f"Show all ({len(self._full):,} characters)")

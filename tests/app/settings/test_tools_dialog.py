@@ -1,0 +1,83 @@
+"""Settings, Tools: importing another app's mcp.json, a broken one, a server whose command does not exist."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from PySide6.QtCore import Qt
+
+from app.settings.store import Settings
+from app.settings.tools_dialog import ToolsDialog
+from app.tools.service import ToolService
+
+CLAUDE_DESKTOP = {"mcpServers": {
+    "filesystem": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "/Users/me/Desktop"]},
+    "missing": {"command": "/no/such/tool-server"},
+}}
+
+
+@pytest.fixture
+def service(settings_dir: Path) -> Iterator[ToolService]:
+    service = ToolService(Settings.load())
+    yield service
+    service.shutdown()
+
+
+def _dialog(qtbot, service: ToolService) -> ToolsDialog:  # type: ignore[no-untyped-def]
+    dialog = ToolsDialog(service)
+    qtbot.addWidget(dialog)
+    return dialog
+
+
+def _rows(dialog: ToolsDialog) -> list[tuple[str, str]]:
+    return [(dialog.tree.topLevelItem(i).text(0), dialog.tree.topLevelItem(i).text(1))
+            for i in range(dialog.tree.topLevelItemCount())]
+
+
+def test_import_a_claude_desktop_file_lists_what_will_run(qtbot, service: ToolService, tmp_path: Path,
+                                                          settings_dir: Path) -> None:  # type: ignore[no-untyped-def]
+    theirs = tmp_path / "claude_desktop_config.json"
+    theirs.write_text(json.dumps(CLAUDE_DESKTOP))
+    dialog = _dialog(qtbot, service)
+    assert _rows(dialog) == []
+    dialog.import_file(str(theirs))
+    assert json.loads((settings_dir / "mcp.json").read_text())["mcpServers"]["filesystem"]["command"] == "npx"
+    assert _rows(dialog) == [("filesystem", "npx -y @modelcontextprotocol/server-filesystem /Users/me/Desktop"),
+                             ("missing", "/no/such/tool-server")]
+    dialog.tree.topLevelItem(0).setCheckState(0, Qt.CheckState.Unchecked)
+    assert Settings.load().get("tools.disabled_servers") == ["filesystem"]
+    assert [server.name for server in service.enabled_servers()] == ["missing"]
+
+
+def test_a_broken_file_says_why_and_lists_nothing(qtbot, service: ToolService, settings_dir: Path) -> None:  # type: ignore[no-untyped-def]
+    settings_dir.mkdir(parents=True, exist_ok=True)
+    (settings_dir / "mcp.json").write_text('{"mcpServers": {"x": {"args": []}}}')
+    service.reload()
+    dialog = _dialog(qtbot, service)
+    assert 'server "x" needs a "command"' in dialog.problem.text() and not dialog.problem.isHidden()
+    assert _rows(dialog) == []
+
+
+def test_a_server_whose_command_does_not_exist_says_so(qtbot, service: ToolService, settings_dir: Path) -> None:  # type: ignore[no-untyped-def]
+    settings_dir.mkdir(parents=True, exist_ok=True)
+    (settings_dir / "mcp.json").write_text(json.dumps({"mcpServers": {"missing": CLAUDE_DESKTOP["mcpServers"]["missing"]}}))
+    service.reload()
+    dialog = _dialog(qtbot, service)
+    with qtbot.waitSignal(service.tools_listed, timeout=60_000):
+        dialog.list_button.click()
+    failed = dialog.tree.topLevelItem(0).child(0)
+    assert failed.text(0) == "failed" and "/no/such/tool-server was not found" in failed.text(1)
+    assert service.failures() == [failed.text(1)]
+
+
+def test_always_allowed_tools_are_listed_and_revoked(qtbot, service: ToolService) -> None:  # type: ignore[no-untyped-def]
+    service.allow_always("files", "read")
+    dialog = _dialog(qtbot, service)
+    assert [dialog.allowed.item(i).text() for i in range(dialog.allowed.count())] == ["files/read"]
+    dialog.allowed.item(0).setSelected(True)
+    dialog.revoke_button.click()
+    assert dialog.allowed.count() == 0 and Settings.load().get("tools.always_allow") == []
+    assert not service.always_allowed("files", "read")

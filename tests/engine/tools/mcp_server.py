@@ -1,0 +1,57 @@
+"""An MCP server for the tests, written with the SDK: `python mcp_server.py FOLDER [--http PORT]`.
+
+Tools: add two numbers, read a file from FOLDER, sleep, raise, return 1 MB of text, and exit the
+process (a server that crashes mid-call).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+
+FOLDER = Path(sys.argv[1]) if len(sys.argv) > 1 else Path.cwd()
+server = MCPServer("test-tools")
+
+
+@server.tool(description="Add two numbers.")
+def add(a: float, b: float) -> str:
+    return str(a + b)
+
+
+@server.tool(description="Read a text file from the server's folder.")
+def read_file(name: str) -> str:
+    return (FOLDER / Path(name).name).read_text()
+
+
+@server.tool(description="Sleep for some seconds, then say so.")
+def sleep(seconds: float) -> str:
+    time.sleep(seconds)
+    return f"slept {seconds}"
+
+
+@server.tool(description="Always fails.")
+def fail(reason: str = "broken") -> str:
+    raise ToolError(f"it failed: {reason}")
+
+
+@server.tool(description="Return one megabyte of text.")
+def big() -> str:
+    return "x" * (1 << 20)
+
+
+@server.tool(description="The server process dies in the middle of the call.")
+def crash() -> str:
+    os._exit(3)
+
+
+if __name__ == "__main__":
+    if "--http" in sys.argv:
+        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[sys.argv.index("--http") + 1]))
+    else:
+        print("test server starting", file=sys.stderr)
+        server.run()
