@@ -22,7 +22,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.chat.branch_bar import BranchBar
-from app.chat.markdown_view import MessageBrowser
+from app.chat.message_view import MessageView
 
 ROLE_TITLES = {"user": "You", "assistant": "Assistant", "system": "System", "error": "Error"}
 PIN_SLACK_PX = 8  # "at the bottom" tolerates a few pixels of rounding
@@ -61,8 +61,8 @@ class MessageCard(QFrame):
         self.thinking.setWordWrap(True)
         self.thinking.setTextFormat(Qt.TextFormat.PlainText)
         self.thinking.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.browser = MessageBrowser(self)
-        self.browser.code_copy_requested.connect(self.copy_code)
+        self.browser = MessageView(self)  # text pieces and code blocks
+        self.browser.copied.connect(self.copied)
         self.footer = QLabel()
         self.footer.setProperty("role", "hint")
         self.footer.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -124,8 +124,9 @@ class MessageCard(QFrame):
         self._to_clipboard(self.text())
 
     def copy_code(self, index: int) -> None:
-        if 0 <= index < len(self.browser.code_blocks):
-            self._to_clipboard(self.browser.code_blocks[index])
+        blocks = self.browser.code_block_widgets()
+        if 0 <= index < len(blocks):
+            blocks[index].copy()
 
     def _to_clipboard(self, text: str) -> None:
         QGuiApplication.clipboard().setText(text)
