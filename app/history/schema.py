@@ -75,7 +75,10 @@ _V3 = (
     "INSERT INTO messages_fts(messages_fts) VALUES ('rebuild')",
 )
 
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3)
+# Pinned chats stay at the top of the sidebar. Its own step, appended after every other one.
+_PINNED = ("ALTER TABLE chats ADD COLUMN pinned INTEGER NOT NULL DEFAULT 0",)
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3, _PINNED)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

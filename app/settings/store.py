@@ -81,6 +81,8 @@ SETTINGS: tuple[Setting, ...] = (
               "and check them in the same pass. The answer is the same; it comes sooner where it repeats the "
               "conversation (edits, quotes). auto: a chat whose guesses keep missing stops guessing.", ("auto", "off")),
     Setting("chat.system_prompt", str, "You are a helpful assistant.", "The system prompt of new chats."),
+    Setting("window.sidebar_visible", bool, True, "Show the chat sidebar (Ctrl+B)."),
+    Setting("window.sidebar_width", int, 240, "Width of the chat sidebar, in pixels."),
     Setting("server.enabled", bool, False, "Serve the loaded model over an OpenAI-compatible HTTP API."),
     Setting("server.host", str, "127.0.0.1", "Address the API listens on; 127.0.0.1: this computer only "
             "(any other address needs an API key)."),

@@ -30,6 +30,7 @@ from app.status.server_indicator import ServerIndicator
 from app.window.api_server import ApiServerControl
 from app.window.menus import build_menus
 from app.window.model_lifecycle import ModelLifecycle
+from app.window.sidebar_control import SidebarControl
 from app.window.tabwidget import ChatTabWidget
 from app.window.welcome import welcome_text
 from engine.catalog.default_model import default_model_path
@@ -83,6 +84,9 @@ class MainWindow(QMainWindow):
         self._connect_bridge()
         self.history_ui = HistoryUI(self, parent=self)  # saves every chat; restores the open tabs when read
         self._connect_history()  # after the bridge: the tabs hear engine events first
+        self.sidebar = SidebarControl(self.history_ui, self.settings, self.centralWidget().layout(), self.tabs, self)
+        self.chat_opened.connect(self.sidebar.attach)
+        self.chat_closed.connect(lambda _chat_id: self.sidebar.sidebar.refresh_soon())
         build_menus(self, self)
         self.new_chat()
 
@@ -297,6 +301,13 @@ class MainWindow(QMainWindow):
         dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         dialog.open()
 
+    def toggle_sidebar(self) -> None:
+        self.sidebar.toggle()
+
+    def search_chats(self) -> None:
+        self.sidebar.set_visible(True)
+        self.sidebar.sidebar.focus_search()
+
     def show_chat_list(self) -> None:
         history_dialogs.show_chat_list(self.history_ui, self)
 
@@ -323,4 +334,5 @@ class MainWindow(QMainWindow):
         self.get_models.shutdown()  # a download stops; what arrived stays for the next one
         self.bridge.shutdown()  # joins the engine thread: nothing may emit into a dead window
         self.history_ui.close()  # writes what streamed, marks unfinished answers interrupted, joins its thread
+        self.sidebar.save()  # its width, if it was dragged a moment ago
         super().closeEvent(event)
