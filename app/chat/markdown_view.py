@@ -1,7 +1,7 @@
 """Markdown to Qt rich text (python-markdown + pygments) and the browser that shows one text piece.
 
 A message is shown as pieces (app/chat/segments.py): this module renders the
-text between code blocks and highlights a code block's source for its own
+text between code blocks (LaTeX math in it drawn by app/chat/math_images.py) and highlights a code block's source for its own
 widget (app/chat/code_block.py). Qt's rich text engine understands a subset of
 HTML 4 and CSS, so tables get their borders as attributes. Raw HTML and images
 in a model's answer are shown as text / dropped: a chat view must never load
@@ -23,10 +23,14 @@ from pygments.lexers import TextLexer, get_lexer_by_name
 from pygments.styles import get_style_by_name
 from pygments.util import ClassNotFound
 from PySide6.QtCore import Qt, QUrl
-from PySide6.QtGui import QFontDatabase, QGuiApplication, QPalette, QTextOption, QWheelEvent
+from PySide6.QtGui import QFontDatabase, QGuiApplication, QImage, QPalette, QTextOption, QWheelEvent
 from PySide6.QtWidgets import QFrame, QSizePolicy, QTextBrowser, QWidget
 
+from app.chat.math_images import PENDING, math_images
+from app.chat.math_text import Formula, put_back, set_aside
+
 LIGHT_STYLE, DARK_STYLE = "default", "github-dark"
+DISPLAY_SCALE = 1.3  # display math a little larger than the text around it
 TABLE_OPEN = '<table border="1" cellspacing="0" cellpadding="5" style="border-collapse: collapse; border-color: {};">'
 
 
@@ -135,11 +139,13 @@ def text_style_sheet(palette: QPalette, dark: bool) -> str:
 
 
 class MessageBrowser(QTextBrowser):
-    """A read-only rich text view as tall as its content; the list around it scrolls."""
+    """A read-only rich text view as tall as its content; the list around it scrolls. Math is drawn as images."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._markdown_text = ""
+        self._math: dict[str, QImage] = {}  # resource name -> drawn formula, for loadResource
+        self._waiting: set[str] = set()  # formulas still being drawn
         self.setOpenLinks(False)
         self.setOpenExternalLinks(False)
         self.setFrameShape(QFrame.Shape.NoFrame)
@@ -156,14 +162,51 @@ class MessageBrowser(QTextBrowser):
 
     def set_markdown(self, text: str) -> None:
         self._markdown_text = text
+        source, formulas = set_aside(text)
         # Not this widget's palette: its transparent background would always read as "dark".
-        self.setHtml(render_markdown(text, palette_is_dark()))
+        body = render_markdown(source, palette_is_dark())
+        self.setHtml(put_back(body, formulas, self._drawn_formulas(formulas)) if formulas else body)
+
+    def _drawn_formulas(self, formulas: list[Formula]) -> dict[int, str | None]:
+        """Resource names of the formulas drawn already; the others show as source until `drawn`."""
+        images, color = math_images(), self.palette().color(QPalette.ColorRole.Text).name()
+        names: dict[int, str | None] = {}
+        self._math, waiting = {}, set()
+        for index, formula in enumerate(formulas):
+            points = self.font().pointSizeF() * (DISPLAY_SCALE if formula.display else 1.0)
+            name = formula.key(color, points)
+            image = images.image(name, formula, color, points, self.devicePixelRatioF())
+            if isinstance(image, QImage):
+                self._math[name], names[index] = image, name
+            elif image == PENDING:
+                waiting.add(name)
+        if waiting and not self._waiting:
+            images.drawn.connect(self._on_math_drawn)
+        elif self._waiting and not waiting:
+            images.drawn.disconnect(self._on_math_drawn)
+        self._waiting = waiting
+        return names
+
+    def _on_math_drawn(self, name: str) -> None:
+        if name in self._waiting:
+            self._waiting.discard(name)
+            if not self._waiting:
+                math_images().drawn.disconnect(self._on_math_drawn)
+                self.set_markdown(self._markdown_text)
+
+    def math_images(self) -> dict[str, QImage]:
+        """The formulas this piece shows as images (by resource name)."""
+        return dict(self._math)
+
+    def waiting_for_math(self) -> bool:
+        return bool(self._waiting)
 
     def markdown_text(self) -> str:
         return self._markdown_text
 
     def loadResource(self, kind: int, url: QUrl | str) -> Any:  # noqa: N802 - Qt override
-        return None  # never load images or files named in a model's answer
+        # Only formulas drawn here; never images or files named in a model's answer.
+        return self._math.get(url.toString() if isinstance(url, QUrl) else url)
 
     def wheelEvent(self, event: QWheelEvent) -> None:  # noqa: N802
         event.ignore()  # the message list scrolls, not each message

@@ -8,6 +8,7 @@ from PySide6.QtGui import QGuiApplication
 from app.chat.code_block import CodeBlock
 from app.chat.message_list import MessageCard
 from app.chat.segments import Segment, split_segments
+from tests.app.helpers import monospace_fragments
 
 LONG_LINE = "result = compute(" + ", ".join(f"argument_{i}" for i in range(40)) + ")"
 ANSWER = f"Here is the call:\n\n```python\n{LONG_LINE}\nprint(result)\n```\n\nThat is all."
@@ -74,7 +75,7 @@ def test_inline_code_and_tables_render(qtbot) -> None:  # type: ignore[no-untype
     card = _shown_card(qtbot, "Call `run()` now.\n\n| name | size |\n|---|---|\n| a.txt | 12 |")
     text, table = card.browser.pieces()
     assert text.toPlainText() == "Call run() now."
-    assert "monospace" in text.toHtml() or "font-family" in text.toHtml()
+    assert monospace_fragments(text) == ["run()"]
     cursor = table.document().rootFrame().childFrames()
     assert cursor and cursor[0].__class__.__name__ == "QTextTable"
     assert cursor[0].rows() == 2 and cursor[0].columns() == 2
