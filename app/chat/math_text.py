@@ -81,13 +81,15 @@ def put_back(body: str, formulas: list[Formula], images: dict[int, str | None]) 
 def draw_png(source: str, color: str, points: float, dpi: int) -> bytes | None:
     """PNG bytes of one formula; None where mathtext cannot draw it (or matplotlib is missing)."""
     try:
-        from matplotlib import mathtext
+        from matplotlib import mathtext, rc_context
         from matplotlib.font_manager import FontProperties
     except ImportError:
         return None
     buffer = io.BytesIO()
     try:
-        mathtext.math_to_image(f"${source}$", buffer, prop=FontProperties(size=points), dpi=dpi, format="png", color=color)
+        with rc_context({"savefig.transparent": True}):  # on the message's own background, light or dark
+            mathtext.math_to_image(f"${source}$", buffer, prop=FontProperties(size=points), dpi=dpi, format="png",
+                                   color=color)
     except Exception:  # noqa: BLE001 - mathtext raises ValueError and others on TeX it does not know
         return None
     return buffer.getvalue()
