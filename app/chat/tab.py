@@ -18,8 +18,10 @@ from PySide6.QtGui import QKeyEvent, QShowEvent
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, QVBoxLayout, QWidget
 
 from app.bridge import ChatMessage, EngineBridge, SamplingParams, TurnFinished
+from app.settings.store import Settings
 from app.chat.message_actions import MessageActions
 from app.chat.message_list import MessageCard, MessageList
+from app.chat.panel import ChatPanel
 from app.chat.title import title_from_text, title_from_user
 
 FLUSH_INTERVAL_MS = 30
@@ -51,9 +53,11 @@ class ChatTab(QWidget):
     branch_step_requested = Signal(str, int, int)  # ... and -1/+1: show the previous/next alternative
 
     def __init__(
-        self, bridge: EngineBridge, defaults: Defaults, title: str, parent: QWidget | None = None, chat_id: str = ""
+        self, bridge: EngineBridge, defaults: Defaults, title: str, parent: QWidget | None = None, chat_id: str = "",
+        settings: Settings | None = None,
     ) -> None:
         super().__init__(parent)
+        self._settings = settings  # the chat panel's presets and "Save as default"
         self.chat_id = chat_id or uuid.uuid4().hex
         self.title = title
         self.title_from_user = False
@@ -92,11 +96,18 @@ class ChatTab(QWidget):
         self.regenerate_button = QPushButton("Regenerate")
         self.regenerate_button.clicked.connect(self.regenerate)
         self.cancel_edit_button = QPushButton("Cancel edit")
+        self.panel = ChatPanel(self._defaults, self._settings, self)
+        self.panel.hide()
+        self.panel_button = QPushButton("Chat settings")
+        self.panel_button.setCheckable(True)
+        self.panel_button.setToolTip("This chat's system prompt, sampling and presets (Ctrl+Shift+P)")
+        self.panel_button.toggled.connect(self.panel.setVisible)
         self.message_actions = MessageActions(self, self.view, self.input, self.send_button, self.cancel_edit_button, self)
         self.message_actions.deleted.connect(self._on_messages_deleted)
         self.message_actions.branch_step_requested.connect(
             lambda index, step: self.branch_step_requested.emit(self.chat_id, index, step))
         buttons = QHBoxLayout()
+        buttons.addWidget(self.panel_button)
         buttons.addWidget(self.reason, 10)
         buttons.addStretch(1)  # buttons keep their size when there is no reason to show
         for button in (self.cancel_edit_button, self.regenerate_button, self.stop_button, self.send_button):
@@ -112,7 +123,10 @@ class ChatTab(QWidget):
         welcome_row.setContentsMargins(12, 12, 12, 0)  # aligned with the message cards
         welcome_row.addWidget(self.welcome)
         layout.addLayout(welcome_row)
-        layout.addWidget(self.view, 1)
+        middle = QHBoxLayout()
+        middle.addWidget(self.view, 1)
+        middle.addWidget(self.panel)
+        layout.addLayout(middle, 1)
         bottom = QVBoxLayout()
         bottom.setContentsMargins(12, 0, 12, 0)
         bottom.addWidget(self.input)
@@ -174,6 +188,9 @@ class ChatTab(QWidget):
         self.view.scroll_to_bottom()
         self._update_buttons()
 
+    def toggle_panel(self) -> None:
+        self.panel_button.toggle()
+
     def rename(self, title: str) -> None:
         self.title_from_user = True
         self._set_title(title_from_user(title))
@@ -230,7 +247,7 @@ class ChatTab(QWidget):
     # ------------------------------------------------------------ internals
 
     def _start_turn(self) -> None:
-        sampling, system_prompt = self._defaults()
+        sampling, system_prompt = self.panel.effective(*self._defaults())  # this chat's own changes on top
         conversation = ([ChatMessage("system", system_prompt)] if system_prompt else []) + self.messages
         self._pending.clear()
         self._pending_reasoning.clear()

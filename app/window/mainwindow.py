@@ -136,7 +136,9 @@ class MainWindow(QMainWindow):
     def new_chat(self, title: str = "", chat_id: str = "", messages: Sequence[ChatMessage] = ()) -> ChatTab:
         """A new tab; the history passes a stored chat's id and title to reopen it."""
         self._chat_count += 1
-        tab = ChatTab(self.bridge, self._defaults, title or f"Chat {self._chat_count}", chat_id=chat_id)
+        tab = ChatTab(self.bridge, self._defaults, title or f"Chat {self._chat_count}", chat_id=chat_id,
+                      settings=self.settings)
+        tab.panel.defaults_saved.connect(self._on_panel_defaults_saved)
         tab.title_from_user = bool(title)
         if messages:
             tab.set_conversation(messages)
@@ -293,6 +295,13 @@ class MainWindow(QMainWindow):
 
     def _on_sampling_applied(self, sampling: SamplingParams, system_prompt: str) -> None:
         self.default_sampling, self.system_prompt = sampling, system_prompt
+
+    def _on_panel_defaults_saved(self) -> None:
+        _, self.default_sampling, self.system_prompt = self._engine_inputs()  # what the panel just saved
+
+    def toggle_chat_panel(self) -> None:
+        if (tab := self.current_tab()) is not None:
+            tab.toggle_panel()
 
     def show_about(self) -> None:
         from app.misc.about import AboutDialog  # asks llama.cpp for its build: only when wanted
