@@ -39,12 +39,14 @@ class MessageCard(QFrame):
         super().__init__(parent)
         self.role = role
         self.setObjectName(f"{role}Message")
+        self.setAccessibleName(f"{ROLE_TITLES.get(role, role)} message")  # a screen reader says whose it is
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Minimum)
         self.title = QLabel(ROLE_TITLES.get(role, role))
         self.title.setObjectName("messageRole")
         self.copy_button = QToolButton()
         self.copy_button.setText("Copy")
         self.copy_button.setToolTip("Copy this message as Markdown")
+        self.copy_button.setAccessibleName("Copy message")
         self.copy_button.setAutoRaise(True)
         self.copy_button.clicked.connect(self.copy_text)
         self.branch_bar = BranchBar(self)

@@ -81,6 +81,7 @@ class ChatTab(QWidget):
         self.view = MessageList(self)
         self.input = ChatInput(self)
         self.input.setObjectName("chatInput")  # styled in resources/style.qss
+        self.input.setAccessibleName("Message")
         self.input.setPlaceholderText("Message the model — Enter sends, Shift+Enter for a new line")
         self.input.setFixedHeight(self.input.fontMetrics().lineSpacing() * 4 + 16)
         self.input.submitted.connect(self.send)

@@ -10,7 +10,7 @@ context menu (and on the keyboard: Menu key, F2, Delete).
 
 from __future__ import annotations
 
-from PySide6.QtCore import QPoint, QSize, Qt, QTimer, Signal
+from PySide6.QtCore import QEvent, QPoint, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QBrush, QColor, QFont, QIcon, QKeyEvent, QPainter, QPixmap
 from PySide6.QtWidgets import (
     QInputDialog,
@@ -52,6 +52,13 @@ class ChatList(QListWidget):
 
     rename_pressed = Signal()
     delete_pressed = Signal()
+
+    def event(self, event: QEvent) -> bool:
+        # F2 and Delete are the list's while it has focus, not the window's (F2 renames the tab there).
+        if event.type() == QEvent.Type.ShortcutOverride and event.key() in (Qt.Key.Key_F2, Qt.Key.Key_Delete):  # type: ignore[attr-defined]
+            event.accept()
+            return True
+        return super().event(event)
 
     def keyPressEvent(self, event: QKeyEvent) -> None:  # noqa: N802 - Qt override
         if event.key() == Qt.Key.Key_F2:

@@ -86,6 +86,7 @@ SETTINGS: tuple[Setting, ...] = (
             "to pick in a chat's panel."),
     Setting("window.sidebar_visible", bool, True, "Show the chat sidebar (Ctrl+B)."),
     Setting("window.sidebar_width", int, 240, "Width of the chat sidebar, in pixels."),
+    Setting("window.font_size", float, 0.0, "Text size in points (Ctrl++ / Ctrl+-); 0: the system's."),
     Setting("server.enabled", bool, False, "Serve the loaded model over an OpenAI-compatible HTTP API."),
     Setting("server.host", str, "127.0.0.1", "Address the API listens on; 127.0.0.1: this computer only "
             "(any other address needs an API key)."),

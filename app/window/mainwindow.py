@@ -32,6 +32,7 @@ from app.window.menus import build_menus
 from app.window.model_lifecycle import ModelLifecycle
 from app.window.sidebar_control import SidebarControl
 from app.window.tabwidget import ChatTabWidget
+from app.window.view_commands import ViewCommands
 from app.window.welcome import welcome_text
 from engine.catalog.default_model import default_model_path
 from engine.server.options import API_CHAT_PREFIX
@@ -87,7 +88,8 @@ class MainWindow(QMainWindow):
         self.sidebar = SidebarControl(self.history_ui, self.settings, self.centralWidget().layout(), self.tabs, self)
         self.chat_opened.connect(self.sidebar.attach)
         self.chat_closed.connect(lambda _chat_id: self.sidebar.sidebar.refresh_soon())
-        build_menus(self, self)
+        self.view_commands = ViewCommands(self, self)  # the View menu's, and the font size
+        build_menus(self, self, self.view_commands)
         self.new_chat()
 
     def _build(self) -> None:
@@ -299,9 +301,6 @@ class MainWindow(QMainWindow):
     def _on_panel_defaults_saved(self) -> None:
         _, self.default_sampling, self.system_prompt = self._engine_inputs()  # what the panel just saved
 
-    def toggle_chat_panel(self) -> None:
-        if (tab := self.current_tab()) is not None:
-            tab.toggle_panel()
 
     def show_about(self) -> None:
         from app.misc.about import AboutDialog  # asks llama.cpp for its build: only when wanted
@@ -309,13 +308,6 @@ class MainWindow(QMainWindow):
         dialog = AboutDialog(self, self.bridge.model_info)
         dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         dialog.open()
-
-    def toggle_sidebar(self) -> None:
-        self.sidebar.toggle()
-
-    def search_chats(self) -> None:
-        self.sidebar.set_visible(True)
-        self.sidebar.sidebar.focus_search()
 
     def show_chat_list(self) -> None:
         history_dialogs.show_chat_list(self.history_ui, self)

@@ -29,7 +29,7 @@ def test_the_panel_changes_reach_the_next_submit_of_its_tab_only(qtbot, scripted
     window = scripted_window()
     wait_restored(qtbot, window)
     tab = window.current_tab()
-    window.toggle_chat_panel()
+    window.view_commands.toggle_chat_panel()
     assert tab.panel.isVisible() and tab.panel_button.isChecked()
     assert tab.panel.temperature.value() == window.default_sampling.temperature  # shows the defaults first
     _change(tab)

@@ -64,6 +64,14 @@ def test_pin_rename_and_delete(qtbot, scripted_window) -> None:
     sidebar.delete(older.chat_id)
     _wait_listed(qtbot, sidebar, [newer.chat_id])
     assert older.chat_id not in [tab.chat_id for tab in window.chat_tabs()]  # its tab closed too
+    renames: list[str] = []
+    sidebar.ask_rename = renames.append  # type: ignore[method-assign]  # instead of the modal dialog
+    window.activateWindow()
+    qtbot.waitUntil(window.isActiveWindow)
+    sidebar.list.setCurrentRow(0)
+    sidebar.list.setFocus()
+    qtbot.keyClick(sidebar.list, Qt.Key.Key_F2)  # the list's F2 (rename the chat), not the window's (the tab)
+    assert renames == [newer.chat_id] and window.tabs.rename_editor is None
 
 
 def test_a_click_opens_a_closed_chat_or_switches_to_its_tab(qtbot, scripted_window) -> None:

@@ -31,6 +31,7 @@ DOCUMENTED_DEFAULTS = {
     "server.enabled": False, "server.host": "127.0.0.1", "server.port": 8642, "server.api_key": "",
     "server.cors_origins": [], "remote.url": "", "remote.model": "",
     "window.sidebar_visible": True, "window.sidebar_width": 240, "chat.presets": {},
+    "window.font_size": 0.0,
 }
 README_ROWS = (
     "| Backend | auto |", "| Context length | 4096 |", "| Parallel chats (slots) | 4 |", "| Batch tokens | 512 |",
