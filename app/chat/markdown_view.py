@@ -146,6 +146,7 @@ class MessageBrowser(QTextBrowser):
         self._markdown_text = ""
         self._math: dict[str, QImage] = {}  # resource name -> drawn formula, for loadResource
         self._waiting: set[str] = set()  # formulas still being drawn
+        self._dark: bool | None = None  # the palette kind the style sheet was made for
         self.setOpenLinks(False)
         self.setOpenExternalLinks(False)
         self.setFrameShape(QFrame.Shape.NoFrame)
@@ -213,12 +214,14 @@ class MessageBrowser(QTextBrowser):
 
     def changeEvent(self, event: Any) -> None:  # noqa: N802
         super().changeEvent(event)
-        if event.type() == event.Type.PaletteChange:
+        # Only a switch between light and dark: a widget gets palette events just by being placed.
+        if event.type() == event.Type.PaletteChange and palette_is_dark() != self._dark:
             self._apply_style_sheet()
             self.set_markdown(self._markdown_text)
 
     def _apply_style_sheet(self) -> None:
-        self.document().setDefaultStyleSheet(text_style_sheet(self.palette(), palette_is_dark()))
+        self._dark = palette_is_dark()
+        self.document().setDefaultStyleSheet(text_style_sheet(self.palette(), self._dark))
 
     def _fit_height(self) -> None:
         height = int(self.document().size().height()) + 2 * self.frameWidth() + 2

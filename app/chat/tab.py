@@ -183,9 +183,7 @@ class ChatTab(QWidget):
         if self.message_actions.editing_index is not None:
             self.message_actions.cancel_edit()
         self.messages = [m for m in messages if m.role != "system"]
-        self.view.clear()
-        for message in self.messages:
-            self.view.add_card(message.role, message.content)
+        self.view.set_messages([(message.role, message.content) for message in self.messages])
         self.view.scroll_to_bottom()
         self._update_buttons()
 

@@ -137,7 +137,9 @@ class HistoryUI(QObject):
         self._mark_interrupted(tab, path)
 
     def _mark_interrupted(self, tab: ChatTab, path: list[StoredMessage]) -> None:
-        for card, message in zip(tab.view.cards(), path):
+        if any(message.state != "complete" for message in path[:tab.view.hidden_count()]):
+            tab.view.show_all()  # an early answer cut short: its note must show (rare)
+        for card, message in zip(tab.view.cards(), path[tab.view.hidden_count():]):
             if message.state != "complete":
                 card.set_footer(INTERRUPTED_NOTE)
 
