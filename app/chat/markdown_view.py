@@ -159,6 +159,8 @@ class MessageBrowser(QTextBrowser):
         self.document().setDocumentMargin(2)
         self.document().documentLayout().documentSizeChanged.connect(self._fit_height)
         self.anchorClicked.connect(self._on_anchor_clicked)
+        # Connected for the widget's life (Qt drops it with the widget): a formula drawn later re-renders.
+        math_images().drawn.connect(self._on_math_drawn)
         self._apply_style_sheet()
 
     def set_markdown(self, text: str) -> None:
@@ -181,10 +183,6 @@ class MessageBrowser(QTextBrowser):
                 self._math[name], names[index] = image, name
             elif image == PENDING:
                 waiting.add(name)
-        if waiting and not self._waiting:
-            images.drawn.connect(self._on_math_drawn)
-        elif self._waiting and not waiting:
-            images.drawn.disconnect(self._on_math_drawn)
         self._waiting = waiting
         return names
 
@@ -192,7 +190,6 @@ class MessageBrowser(QTextBrowser):
         if name in self._waiting:
             self._waiting.discard(name)
             if not self._waiting:
-                math_images().drawn.disconnect(self._on_math_drawn)
                 self.set_markdown(self._markdown_text)
 
     def math_images(self) -> dict[str, QImage]:

@@ -14,7 +14,7 @@ from PySide6.QtWidgets import QVBoxLayout, QWidget
 
 from app.chat.code_block import CodeBlock
 from app.chat.markdown_view import MessageBrowser
-from app.chat.segments import Segment, split_segments
+from app.chat.segments import Segment, extend_segments
 
 Piece = MessageBrowser | CodeBlock
 
@@ -37,8 +37,8 @@ class MessageView(QWidget):
     def set_markdown(self, text: str) -> None:
         if text == self._markdown_text and self._pieces:
             return
+        segments = extend_segments(self._segments, self._markdown_text, text) or [Segment("text", "")]
         self._markdown_text = text
-        segments = split_segments(text) or [Segment("text", "")]
         for index, segment in enumerate(segments):
             if index < len(self._segments) and self._segments[index] == segment:
                 continue

@@ -109,7 +109,7 @@ def stream(bridge: Any, chat_ids: list[str], tokens: int, rate: float, done: Any
     done.emit()
 
 
-def run(tabs: int, tokens: int, rate: float, messages: int) -> dict[str, Any]:
+def run(tabs: int, tokens: int, rate: float, messages: int, switch_ms: int = SWITCH_TAB_MS) -> dict[str, Any]:
     from PySide6.QtCore import QEventLoop, QObject, QTimer, Signal
     from PySide6.QtWidgets import QApplication
 
@@ -135,13 +135,14 @@ def run(tabs: int, tokens: int, rate: float, messages: int) -> dict[str, Any]:
     idle = _idle_lateness(application)
     done, loop, probe = Done(), QEventLoop(), LatenessTimer()
     done.finished.connect(loop.quit)
-    switcher = QTimer(interval=SWITCH_TAB_MS)
+    switcher = QTimer(interval=max(switch_ms, 1))
     switcher.timeout.connect(lambda: window.switch_tab(1))
     engine = threading.Thread(target=stream, args=(bridge, [t.chat_id for t in chat_tabs], tokens, rate, done.finished),
                               name="probe-engine", daemon=True)
     started = time.perf_counter()
     probe.start()
-    switcher.start()
+    if switch_ms > 0:
+        switcher.start()
     engine.start()
     loop.exec()
     streamed_s = time.perf_counter() - started
@@ -152,7 +153,8 @@ def run(tabs: int, tokens: int, rate: float, messages: int) -> dict[str, Any]:
     open_s = _open_long_chat(window, application, messages)
     window.close()
     late = probe.lateness_ms
-    return {"tabs": tabs, "tokens_per_tab": tokens, "steps_per_s": rate, "streamed_s": round(streamed_s, 2),
+    return {"tabs": tabs, "tokens_per_tab": tokens, "steps_per_s": rate, "switch_tab_ms": switch_ms,
+            "streamed_s": round(streamed_s, 2),
             "timer_ms": TIMER_MS, "timeouts": len(late), "lateness_p50_ms": round(percentile(late, 0.5), 2),
             "lateness_p99_ms": round(percentile(late, 0.99), 2), "lateness_max_ms": round(max(late, default=0.0), 2),
             "lateness_mean_ms": round(statistics.fmean(late), 2) if late else 0.0,
@@ -187,6 +189,8 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--tokens", type=int, default=2000, help="tokens of each answer (default 2000)")
     parser.add_argument("--rate", type=float, default=60.0, help="tokens a second into each tab (default 60)")
     parser.add_argument("--messages", type=int, default=500, help="messages of the chat opened at the end (default 500)")
+    parser.add_argument("--switch-ms", type=int, default=SWITCH_TAB_MS,
+                        help=f"change the current tab this often; 0: never (default {SWITCH_TAB_MS})")
     args = parser.parse_args(argv)
     if args.tabs < 1 or args.tokens < 1 or args.rate <= 0 or args.messages < 2:
         parser.error("--tabs, --tokens, --rate must be positive and --messages at least 2")
@@ -199,7 +203,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="hearth-probe-") as folder:
         os.environ["HEARTH_CONFIG_DIR"] = os.path.join(folder, "config")  # never the user's settings or chats
         os.environ["HEARTH_DATA_DIR"] = os.path.join(folder, "data")
-        result = run(args.tabs, args.tokens, args.rate, args.messages)
+        result = run(args.tabs, args.tokens, args.rate, args.messages, args.switch_ms)
     print(json.dumps(result))
     return 0
 

@@ -79,3 +79,16 @@ def test_inline_code_and_tables_render(qtbot) -> None:  # type: ignore[no-untype
     cursor = table.document().rootFrame().childFrames()
     assert cursor and cursor[0].__class__.__name__ == "QTextTable"
     assert cursor[0].rows() == 2 and cursor[0].columns() == 2
+
+
+def test_a_growing_answer_is_split_again_only_from_its_last_piece() -> None:
+    from app.chat.segments import extend_segments
+    from app.misc.gui_probe import answer_text
+
+    pieces = answer_text(600)
+    text, segments = "", []
+    for start in range(0, len(pieces), 7):  # streamed a few words at a time
+        grown = text + "".join(pieces[start:start + 7])
+        segments, text = extend_segments(segments, text, grown), grown
+        assert segments == split_segments(text)
+    assert [s.start for s in segments] == [s.start for s in split_segments(text)] and len(segments) > 10

@@ -12,7 +12,7 @@ from app.misc.gui_probe import answer_text, long_chat, percentile, run
 from engine.bench.cli import parse
 from engine.bench.gui import gui_table, probe_command
 
-KEYS = {"tabs", "tokens_per_tab", "steps_per_s", "streamed_s", "timer_ms", "timeouts", "lateness_p50_ms",
+KEYS = {"tabs", "tokens_per_tab", "steps_per_s", "switch_tab_ms", "streamed_s", "timer_ms", "timeouts", "lateness_p50_ms",
         "lateness_p99_ms", "lateness_max_ms", "lateness_mean_ms", "idle_lateness_p50_ms", "idle_lateness_p99_ms",
         "open_messages", "open_chat_s"}
 
