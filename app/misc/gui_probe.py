@@ -19,7 +19,8 @@ import sys
 import tempfile
 import threading
 import time
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 TIMER_MS = 16
 SWITCH_TAB_MS = 1000
@@ -61,7 +62,7 @@ def percentile(values: list[float], fraction: float) -> float:
     if not values:
         return 0.0
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(fraction * (len(ordered) - 1))))]
+    return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
 
 
 class LatenessTimer:
@@ -91,9 +92,8 @@ class LatenessTimer:
 
 def stream(bridge: Any, chat_ids: list[str], tokens: int, rate: float, done: Any) -> None:
     """The engine's part, on its own thread: one token per tab per step, `rate` steps a second."""
-    from engine.protocol import TurnFinished, TurnStarted
-
     from app.misc.scripted_bridge import NO_STATS
+    from engine.protocol import TurnFinished, TurnStarted
 
     answers = [answer_text(tokens, seed=index * 1000) for index in range(len(chat_ids))]
     for chat_id in chat_ids:
