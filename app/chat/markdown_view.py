@@ -1,29 +1,37 @@
-"""Markdown to Qt rich text (python-markdown + pygments) and the browser that shows one message.
+"""Markdown to Qt rich text (python-markdown + pygments) and the browser that shows one text piece.
 
-Qt's rich text engine understands a subset of HTML 4 and CSS, so code blocks are
-wrapped in a one-cell table (a background Qt can paint) with a "Copy code" link.
-Raw HTML and images in a model's answer are shown as text / dropped: a chat
-view must never load files or URLs because a model wrote a tag.
+A message is shown as pieces (app/chat/segments.py): this module renders the
+text between code blocks (LaTeX math in it drawn by app/chat/math_images.py) and highlights a code block's source for its own
+widget (app/chat/code_block.py). Qt's rich text engine understands a subset of
+HTML 4 and CSS, so tables get their borders as attributes. Raw HTML and images
+in a model's answer are shown as text / dropped: a chat view must never load
+files or URLs because a model wrote a tag.
 """
 
 from __future__ import annotations
 
-import html
-import io
+import functools
 from typing import Any
 
 import markdown
 from markdown.extensions import Extension
 from markdown.extensions.codehilite import CodeHiliteExtension
-from markdown.extensions.fenced_code import FencedCodeExtension
+from pygments import highlight
 from pygments.formatters import HtmlFormatter
+from pygments.lexer import Lexer
+from pygments.lexers import TextLexer, get_lexer_by_name
 from pygments.styles import get_style_by_name
-from PySide6.QtCore import Qt, QUrl, Signal
-from PySide6.QtGui import QFontDatabase, QGuiApplication, QPalette, QTextOption, QWheelEvent
+from pygments.util import ClassNotFound
+from PySide6.QtCore import Qt, QUrl
+from PySide6.QtGui import QFontDatabase, QGuiApplication, QImage, QPalette, QTextOption, QWheelEvent
 from PySide6.QtWidgets import QFrame, QSizePolicy, QTextBrowser, QWidget
 
-COPY_CODE_SCHEME = "copy-code"
+from app.chat.math_images import PENDING, math_images
+from app.chat.math_text import Formula, put_back, set_aside
+
 LIGHT_STYLE, DARK_STYLE = "default", "github-dark"
+DISPLAY_SCALE = 1.3  # display math a little larger than the text around it
+TABLE_OPEN = '<table border="1" cellspacing="0" cellpadding="5" style="border-collapse: collapse; border-color: {};">'
 
 
 class _NoRawHtml(Extension):
@@ -37,71 +45,62 @@ class _NoRawHtml(Extension):
 
 
 class MarkdownRenderer:
-    """Renders one message's Markdown; collects the raw text of each code block for copying."""
+    """Renders the text of one piece (fenced code is cut out before: it has its own widget)."""
 
     def __init__(self, dark: bool) -> None:
-        self.code_blocks: list[str] = []
+        self.dark = dark
         self.style = get_style_by_name(DARK_STYLE if dark else LIGHT_STYLE)
         self._markdown = markdown.Markdown(
             extensions=[
-                FencedCodeExtension(),
-                CodeHiliteExtension(
-                    pygments_formatter=self._formatter_class(),
-                    noclasses=True,
-                    pygments_style=DARK_STYLE if dark else LIGHT_STYLE,
-                    guess_lang=False,
-                ),
+                # An indented code block stays inside the text: highlighted, without a widget of its own.
+                CodeHiliteExtension(noclasses=True, pygments_style=self.style_name, guess_lang=False),
                 "tables",
                 "sane_lists",
                 _NoRawHtml(),
             ]
         )
 
-    def render(self, text: str) -> tuple[str, list[str]]:
-        """HTML for Qt and the code blocks' raw text, in order."""
-        self.code_blocks = []
-        body = self._markdown.reset().convert(close_open_fence(text))
-        return body, list(self.code_blocks)
+    @property
+    def style_name(self) -> str:
+        return DARK_STYLE if self.dark else LIGHT_STYLE
 
-    def _formatter_class(self) -> type[HtmlFormatter]:
-        renderer = self
-
-        class _QtCodeFormatter(HtmlFormatter):  # type: ignore[type-arg]
-            def format_unencoded(self, tokensource: Any, outfile: Any) -> None:
-                tokens = list(tokensource)
-                raw = "".join(value for _, value in tokens)
-                index = len(renderer.code_blocks)
-                renderer.code_blocks.append(raw[:-1] if raw.endswith("\n") else raw)
-                language = html.escape(self.options.get("lang_str", "").removeprefix("language-"))
-                language = "" if language == "text" else language
-                body = io.StringIO()
-                super().format_unencoded(iter(tokens), body)
-                # Qt draws the newline before </code> as an empty last line.
-                code = body.getvalue().replace("\n</code></pre>", "</code></pre>")
-                outfile.write(renderer.code_block_head(index, language) + code + "</td></tr></table>")
-
-        return _QtCodeFormatter
-
-    def code_block_head(self, index: int, language: str) -> str:
-        background = self.style.background_color or "#f8f8f8"
-        return (
-            f'<table width="100%" cellspacing="0" cellpadding="6" bgcolor="{background}">'
-            f'<tr><td><span style="color:#888888">{language or "code"}</span></td>'
-            f'<td align="right"><a href="{COPY_CODE_SCHEME}:{index}">Copy code</a></td></tr>'
-            f'<tr><td colspan="2">'
-        )
+    def render(self, text: str) -> str:
+        """HTML for Qt."""
+        body = self._markdown.reset().convert(text)
+        return body.replace("<table>", TABLE_OPEN.format("#5f6368" if self.dark else "#c0c0c0"))
 
 
-def close_open_fence(text: str) -> str:
-    """While streaming, close an unfinished ``` block so it renders as code already."""
-    fences = sum(1 for line in text.splitlines() if line.lstrip().startswith("```"))
-    return text + "\n```" if fences % 2 else text
+@functools.lru_cache(maxsize=64)
+def _lexer(language: str) -> Lexer:
+    try:
+        return get_lexer_by_name(language, stripnl=False, ensurenl=False)
+    except ClassNotFound:
+        return TextLexer(stripnl=False, ensurenl=False)
+
+
+@functools.lru_cache(maxsize=4)
+def _code_formatter(dark: bool) -> HtmlFormatter:  # type: ignore[type-arg]
+    return HtmlFormatter(noclasses=True, nowrap=True, style=DARK_STYLE if dark else LIGHT_STYLE)
+
+
+def code_html(code: str, language: str, dark: bool, wrapped: bool = False) -> str:
+    """A code block's source, highlighted for its language (plain where pygments has no lexer)."""
+    # Qt never wraps a plain <pre>; pre-wrap keeps the spaces and wraps at the edge.
+    opening = '<pre style="white-space: pre-wrap;">' if wrapped else "<pre>"
+    if not code:
+        return f"{opening} </pre>"
+    spans = highlight(code, _lexer(language or "text"), _code_formatter(dark))
+    return f"{opening}{spans.removesuffix(chr(10))}</pre>"
+
+
+def code_background(dark: bool) -> str:
+    return get_style_by_name(DARK_STYLE if dark else LIGHT_STYLE).background_color or "#f8f8f8"
 
 
 _renderers: dict[bool, MarkdownRenderer] = {}
 
 
-def render_markdown(text: str, dark: bool) -> tuple[str, list[str]]:
+def render_markdown(text: str, dark: bool) -> str:
     """Shared renderers (one per palette kind); all rendering happens on the GUI thread."""
     if dark not in _renderers:
         _renderers[dark] = MarkdownRenderer(dark)
@@ -109,7 +108,6 @@ def render_markdown(text: str, dark: bool) -> tuple[str, list[str]]:
 
 
 WARM_UP_LANGUAGES = ("python", "bash", "javascript", "json", "c", "cpp")
-WARM_UP_TEXT = "".join(f"```{language}\nx = 1\n```\n" for language in WARM_UP_LANGUAGES)
 
 
 def warm_up() -> None:
@@ -117,7 +115,9 @@ def warm_up() -> None:
 
     The first code block otherwise pays for these imports on the GUI thread, mid-stream.
     """
-    MarkdownRenderer(dark=False).render("**warm** `up`\n\n" + WARM_UP_TEXT)
+    MarkdownRenderer(dark=False).render("**warm** `up`\n\n| a |\n|---|\n| b |\n\n    indented = 1\n")
+    for language in WARM_UP_LANGUAGES:
+        code_html("x = 1", language, dark=False)
 
 
 def palette_is_dark(palette: QPalette | None = None) -> bool:
@@ -127,15 +127,26 @@ def palette_is_dark(palette: QPalette | None = None) -> bool:
     return text.lightness() > window.lightness()
 
 
-class MessageBrowser(QTextBrowser):
-    """A read-only rich text view as tall as its content; the list around it scrolls."""
+def text_style_sheet(palette: QPalette, dark: bool) -> str:
+    """The document style: monospace code, inline code on a tinted background, link colour."""
+    mono = QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont).family()
+    link = palette.color(QPalette.ColorRole.Link).name()
+    tint = "#2d2f33" if dark else "#eef0f2"
+    return (
+        f"pre, code {{ font-family: '{mono}'; }} code {{ background-color: {tint}; }}"
+        f" a {{ color: {link}; }} p {{ margin: 4px 0; }} th {{ background-color: {tint}; }}"
+    )
 
-    code_copy_requested = Signal(int)  # index of the code block
+
+class MessageBrowser(QTextBrowser):
+    """A read-only rich text view as tall as its content; the list around it scrolls. Math is drawn as images."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.code_blocks: list[str] = []
         self._markdown_text = ""
+        self._math: dict[str, QImage] = {}  # resource name -> drawn formula, for loadResource
+        self._waiting: set[str] = set()  # formulas still being drawn
+        self._dark: bool | None = None  # the palette kind the style sheet was made for
         self.setOpenLinks(False)
         self.setOpenExternalLinks(False)
         self.setFrameShape(QFrame.Shape.NoFrame)
@@ -148,35 +159,66 @@ class MessageBrowser(QTextBrowser):
         self.document().setDocumentMargin(2)
         self.document().documentLayout().documentSizeChanged.connect(self._fit_height)
         self.anchorClicked.connect(self._on_anchor_clicked)
+        # Connected for the widget's life (Qt drops it with the widget): a formula drawn later re-renders.
+        math_images().drawn.connect(self._on_math_drawn)
         self._apply_style_sheet()
 
     def set_markdown(self, text: str) -> None:
         self._markdown_text = text
+        source, formulas = set_aside(text)
         # Not this widget's palette: its transparent background would always read as "dark".
-        body, self.code_blocks = render_markdown(text, palette_is_dark())
-        self.setHtml(body)
+        body = render_markdown(source, palette_is_dark())
+        self.setHtml(put_back(body, formulas, self._drawn_formulas(formulas)) if formulas else body)
+
+    def _drawn_formulas(self, formulas: list[Formula]) -> dict[int, str | None]:
+        """Resource names of the formulas drawn already; the others show as source until `drawn`."""
+        images, color = math_images(), self.palette().color(QPalette.ColorRole.Text).name()
+        names: dict[int, str | None] = {}
+        self._math, waiting = {}, set()
+        for index, formula in enumerate(formulas):
+            points = self.font().pointSizeF() * (DISPLAY_SCALE if formula.display else 1.0)
+            name = formula.key(color, points)
+            image = images.image(name, formula, color, points, self.devicePixelRatioF())
+            if isinstance(image, QImage):
+                self._math[name], names[index] = image, name
+            elif image == PENDING:
+                waiting.add(name)
+        self._waiting = waiting
+        return names
+
+    def _on_math_drawn(self, name: str) -> None:
+        if name in self._waiting:
+            self._waiting.discard(name)
+            if not self._waiting:
+                self.set_markdown(self._markdown_text)
+
+    def math_images(self) -> dict[str, QImage]:
+        """The formulas this piece shows as images (by resource name)."""
+        return dict(self._math)
+
+    def waiting_for_math(self) -> bool:
+        return bool(self._waiting)
 
     def markdown_text(self) -> str:
         return self._markdown_text
 
     def loadResource(self, kind: int, url: QUrl | str) -> Any:  # noqa: N802 - Qt override
-        return None  # never load images or files named in a model's answer
+        # Only formulas drawn here; never images or files named in a model's answer.
+        return self._math.get(url.toString() if isinstance(url, QUrl) else url)
 
     def wheelEvent(self, event: QWheelEvent) -> None:  # noqa: N802
         event.ignore()  # the message list scrolls, not each message
 
     def changeEvent(self, event: Any) -> None:  # noqa: N802
         super().changeEvent(event)
-        if event.type() == event.Type.PaletteChange:
+        # Only a switch between light and dark: a widget gets palette events just by being placed.
+        if event.type() == event.Type.PaletteChange and palette_is_dark() != self._dark:
             self._apply_style_sheet()
             self.set_markdown(self._markdown_text)
 
     def _apply_style_sheet(self) -> None:
-        mono = QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont).family()
-        link = self.palette().color(QPalette.ColorRole.Link).name()
-        self.document().setDefaultStyleSheet(
-            f"pre, code {{ font-family: '{mono}'; }} a {{ color: {link}; }} p {{ margin: 4px 0; }}"
-        )
+        self._dark = palette_is_dark()
+        self.document().setDefaultStyleSheet(text_style_sheet(self.palette(), self._dark))
 
     def _fit_height(self) -> None:
         height = int(self.document().size().height()) + 2 * self.frameWidth() + 2
@@ -184,9 +226,8 @@ class MessageBrowser(QTextBrowser):
             self.setFixedHeight(height)
 
     def _on_anchor_clicked(self, url: QUrl) -> None:
-        if url.scheme() == COPY_CODE_SCHEME:
-            self.code_copy_requested.emit(int(url.path() or 0))
-        elif url.scheme() in ("http", "https"):
+        if url.scheme() in ("http", "https"):
             from PySide6.QtGui import QDesktopServices
 
             QDesktopServices.openUrl(url)
+

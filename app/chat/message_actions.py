@@ -81,13 +81,15 @@ class MessageActions(QObject):
     def truncate(self, index: int) -> None:
         """Drop messages[index:] and their cards (error notes below them too)."""
         del self._conversation.messages[index:]
-        cards = self._view.message_cards()
-        if index < len(cards):
-            self._view.remove_from(cards[index])
+        if index < self._view.hidden_count():
+            self._view.show_all()  # the message is not a card yet: it must become one to go
+        cards, hidden = self._view.message_cards(), self._view.hidden_count()
+        if index - hidden < len(cards):
+            self._view.remove_from(cards[index - hidden])
 
     def _message_index(self, card: MessageCard) -> int:
         cards = self._view.message_cards()
-        return cards.index(card) if card in cards else -1
+        return cards.index(card) + self._view.hidden_count() if card in cards else -1
 
     def _on_edit_requested(self, card: MessageCard) -> None:
         self.begin_edit(self._message_index(card))

@@ -2,9 +2,12 @@
 
 Each card is a header (who, "< 1/2 >" among its alternatives, Edit, Delete,
 Copy), an answer's folded Thinking block (app/chat/thinking_block.py), a
-MessageBrowser with the Markdown, and a footer line for an answer's numbers.
-The list stays pinned to the bottom while text streams in, unless the user has
-scrolled up to read; a restored chat goes back to where it was read.
+MessageView with the Markdown (text pieces and code blocks), and a footer line
+for an answer's numbers. The list stays pinned to the bottom while text streams
+in, unless the user has scrolled up to read; a restored chat goes back to where
+it was read. A long chat opens with only its last messages as cards: the earlier
+ones become cards when the reader scrolls to the top (or presses "Show earlier
+messages"), so opening a chat of hundreds of messages costs what a few dozen do.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
     QLabel,
+    QPushButton,
     QScrollArea,
     QSizePolicy,
     QToolButton,
@@ -23,11 +27,12 @@ from PySide6.QtWidgets import (
 )
 
 from app.chat.branch_bar import BranchBar
-from app.chat.markdown_view import MessageBrowser
+from app.chat.message_view import MessageView
 from app.chat.thinking_block import ThinkingBlock
 
 ROLE_TITLES = {"user": "You", "assistant": "Assistant", "system": "System", "error": "Error", "tool": "Tool result"}
 PIN_SLACK_PX = 8  # "at the bottom" tolerates a few pixels of rounding
+SHOWN_AT_ONCE = 12  # cards a long chat opens with, and how many more each step up adds
 
 
 class MessageCard(QFrame):
@@ -41,6 +46,7 @@ class MessageCard(QFrame):
         super().__init__(parent)
         self.role = role
         self.setObjectName(f"{role}Message")
+        self.setAccessibleName(f"{ROLE_TITLES.get(role, role)} message")  # a screen reader says whose it is
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Minimum)
         self.title = QLabel(ROLE_TITLES.get(role, role))
         self.title.setObjectName("messageRole")
@@ -48,14 +54,15 @@ class MessageCard(QFrame):
         self.copy_button.setText("Copy")
         self.copy_button.setToolTip("Copy the answer as Markdown (without its thinking)" if role == "assistant"
                                     else "Copy this message as Markdown")
+        self.copy_button.setAccessibleName("Copy message")
         self.copy_button.setAutoRaise(True)
         self.copy_button.clicked.connect(self.copy_text)
         self.branch_bar = BranchBar(self)
         self.edit_button = self._tool_button("Edit", "Edit this message and send it as a new branch", self.edit_requested)
         self.delete_button = self._tool_button("Delete", "Delete this message and everything below it", self.delete_requested)
         self.thinking_block = ThinkingBlock(self)
-        self.browser = MessageBrowser(self)
-        self.browser.code_copy_requested.connect(self.copy_code)
+        self.browser = MessageView(self)  # text pieces and code blocks
+        self.browser.copied.connect(self.copied)
         self.footer = QLabel()
         self.footer.setProperty("role", "hint")
         self.footer.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -113,8 +120,9 @@ class MessageCard(QFrame):
         self._to_clipboard(self.text())
 
     def copy_code(self, index: int) -> None:
-        if 0 <= index < len(self.browser.code_blocks):
-            self._to_clipboard(self.browser.code_blocks[index])
+        blocks = self.browser.code_block_widgets()
+        if 0 <= index < len(blocks):
+            blocks[index].copy()
 
     def _to_clipboard(self, text: str) -> None:
         QGuiApplication.clipboard().setText(text)
@@ -129,11 +137,14 @@ class MessageList(QScrollArea):
     edit_requested = Signal(object)
     delete_requested = Signal(object)
     branch_step_requested = Signal(object, int)
+    earlier_shown = Signal()  # more of the earlier messages became cards (their "< 1/2 >" needs drawing)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._restore_target: float | None = None  # fraction from the bottom, until the user scrolls
         self._restoring = False
+        self._earlier: list[tuple[str, str, str]] = []  # (role, text, thinking) of the first messages, not cards yet
+        self._anchor: tuple[MessageCard, int] | None = None  # after showing earlier cards: (card read, its y - scroll)
         self.setWidgetResizable(True)
         self.setFrameShape(QFrame.Shape.NoFrame)
         self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
@@ -142,6 +153,10 @@ class MessageList(QScrollArea):
         self._layout = QVBoxLayout(content)
         self._layout.setContentsMargins(12, 12, 12, 12)
         self._layout.setSpacing(10)
+        self.earlier_button = QPushButton(content)
+        self.earlier_button.clicked.connect(lambda: self.show_earlier())
+        self.earlier_button.hide()
+        self._layout.addWidget(self.earlier_button, 0, Qt.AlignmentFlag.AlignHCenter)
         self._layout.addStretch(1)  # keeps cards at the top while the chat is short
         self.setWidget(content)
         self.pinned = True
@@ -153,21 +168,57 @@ class MessageList(QScrollArea):
         widgets = [item.widget() for i in range(self._layout.count()) if (item := self._layout.itemAt(i))]
         return [widget for widget in widgets if isinstance(widget, MessageCard)]
 
-    def add_card(self, role: str, text: str = "", card: MessageCard | None = None) -> MessageCard:
-        """A new card at the bottom: a plain one for `role`, or the `card` given (a tool result)."""
+    def add_card(self, role: str, text: str = "", card: MessageCard | None = None,
+                 position: int | None = None) -> MessageCard:
+        """A new card at the bottom (or at `position`): a plain one for `role`, or the `card` given (a tool result)."""
         card = card or MessageCard(role, text)
         card.copied.connect(self.copied)
         card.edit_requested.connect(lambda: self.edit_requested.emit(card))
         card.delete_requested.connect(lambda: self.delete_requested.emit(card))
         card.branch_bar.step_requested.connect(lambda step: self.branch_step_requested.emit(card, step))
-        self._layout.insertWidget(self._layout.count() - 1, card)
+        self._layout.insertWidget(self._layout.count() - 1 if position is None else position, card)
         return card
+
+    def set_messages(self, messages: list[tuple[str, str, str]]) -> None:
+        """Replace every card: (role, text, thinking) of a whole conversation; only the last ones become cards now."""
+        self.clear()
+        self._earlier = messages[:-SHOWN_AT_ONCE] if len(messages) > SHOWN_AT_ONCE else []
+        for role, text, thinking in messages[len(self._earlier):]:
+            self.add_card(role, text).set_thinking(thinking)
+        self._update_earlier_button()
+
+    def hidden_count(self) -> int:
+        """Messages before the first card (each comes before every card's message)."""
+        return len(self._earlier)
+
+    def show_earlier(self, count: int = SHOWN_AT_ONCE) -> None:
+        """Turn the last `count` earlier messages into cards, above the others; the reader stays put."""
+        if not self._earlier:
+            return
+        count = min(count, len(self._earlier))
+        batch, self._earlier = self._earlier[-count:], self._earlier[:-count]
+        cards = self.cards()
+        if cards:
+            self._anchor = (cards[0], cards[0].y() - self.verticalScrollBar().value())
+        for offset, (role, text, thinking) in enumerate(batch):
+            self.add_card(role, text, position=1 + offset).set_thinking(thinking)  # after the button
+        self._update_earlier_button()
+        self.earlier_shown.emit()
+
+    def show_all(self) -> None:
+        self.show_earlier(len(self._earlier))
+
+    def _update_earlier_button(self) -> None:
+        self.earlier_button.setText(f"Show earlier messages ({len(self._earlier)})")
+        self.earlier_button.setVisible(bool(self._earlier))
 
     def remove_card(self, card: MessageCard) -> None:
         self._layout.removeWidget(card)
         card.deleteLater()
 
     def clear(self) -> None:
+        self._earlier = []
+        self._update_earlier_button()
         for card in self.cards():
             self.remove_card(card)
 
@@ -219,11 +270,20 @@ class MessageList(QScrollArea):
             return
         # Qt re-bounds the value only after rangeChanged, where the restore has already
         # set it in range: any other move is the reader's, who now decides where to be.
-        self._restore_target = None
+        self._restore_target = self._anchor = None
         self.pinned = value >= self.verticalScrollBar().maximum() - PIN_SLACK_PX
+        if value == 0 and self._earlier:
+            self.show_earlier()  # the reader reached the top: the messages before it
 
     def _on_range_changed(self, _minimum: int, maximum: int) -> None:
-        if self._restore_target is not None:
+        if self._anchor is not None:  # the earlier cards lay out: stay by the card being read
+            card, offset = self._anchor
+            self._restoring = True
+            try:
+                self.verticalScrollBar().setValue(card.y() - offset)
+            finally:
+                self._restoring = False
+        elif self._restore_target is not None:
             self._apply_restore()
         elif self.pinned:
             self.verticalScrollBar().setValue(maximum)

@@ -23,8 +23,10 @@ from PySide6.QtGui import QKeyEvent, QShowEvent
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, QVBoxLayout, QWidget
 
 from app.bridge import ChatMessage, EngineBridge, SamplingParams, TurnFinished
+from app.settings.store import Settings
 from app.chat.message_actions import MessageActions
 from app.chat.message_list import MessageCard, MessageList
+from app.chat.panel import ChatPanel
 from app.chat.stats_line import stats_line
 from app.chat.think_control import ThinkControl
 from app.chat.thinking_stream import ThinkingStream
@@ -64,8 +66,10 @@ class ChatTab(QWidget):
     def __init__(
         self, bridge: EngineBridge, defaults: Defaults, title: str, parent: QWidget | None = None, chat_id: str = "",
         tools: ToolService | None = None,
+        settings: Settings | None = None,
     ) -> None:
         super().__init__(parent)
+        self._settings = settings  # the chat panel's presets and "Save as default"
         self.chat_id = chat_id or uuid.uuid4().hex
         self.title = title
         self.title_from_user = False
@@ -94,6 +98,7 @@ class ChatTab(QWidget):
         self.view = MessageList(self)
         self.input = ChatInput(self)
         self.input.setObjectName("chatInput")  # styled in resources/style.qss
+        self.input.setAccessibleName("Message")
         self.input.setPlaceholderText("Message the model — Enter sends, Shift+Enter for a new line")
         self.input.setFixedHeight(self.input.fontMetrics().lineSpacing() * 4 + 16)
         self.input.submitted.connect(self.send)
@@ -111,11 +116,18 @@ class ChatTab(QWidget):
         self.cancel_edit_button = QPushButton("Cancel edit")
         self.think_control = ThinkControl(self)
         self.think_control.changed.connect(lambda settings: self.think_settings_changed.emit(self.chat_id, settings))
+        self.panel = ChatPanel(self._defaults, self._settings, self)
+        self.panel.hide()
+        self.panel_button = QPushButton("Chat settings")
+        self.panel_button.setCheckable(True)
+        self.panel_button.setToolTip("This chat's system prompt, sampling and presets (Ctrl+Shift+P)")
+        self.panel_button.toggled.connect(self.panel.setVisible)
         self.message_actions = MessageActions(self, self.view, self.input, self.send_button, self.cancel_edit_button, self)
         self.message_actions.deleted.connect(self._on_messages_deleted)
         self.message_actions.branch_step_requested.connect(
             lambda index, step: self.branch_step_requested.emit(self.chat_id, index, step))
         buttons = QHBoxLayout()
+        buttons.addWidget(self.panel_button)
         buttons.addWidget(self.reason, 10)
         buttons.addStretch(1)  # buttons keep their size when there is no reason to show
         buttons.addWidget(self.think_control)
@@ -132,7 +144,10 @@ class ChatTab(QWidget):
         welcome_row.setContentsMargins(12, 12, 12, 0)  # aligned with the message cards
         welcome_row.addWidget(self.welcome)
         layout.addLayout(welcome_row)
-        layout.addWidget(self.view, 1)
+        middle = QHBoxLayout()
+        middle.addWidget(self.view, 1)
+        middle.addWidget(self.panel)
+        layout.addLayout(middle, 1)
         bottom = QVBoxLayout()
         bottom.setContentsMargins(12, 0, 12, 0)
         bottom.addWidget(self.input)
@@ -191,15 +206,22 @@ class ChatTab(QWidget):
         if self.message_actions.editing_index is not None:
             self.message_actions.cancel_edit()
         self.messages = [m for m in messages if m.role != "system"]
-        self.view.clear()
-        for message in self.messages:
-            if message.role == "tool":
-                add_result_card(self.view, message, tool_errors.get(message.tool_call_id, False))
-            else:
-                self.view.add_card(message.role, message.content).set_thinking(message.reasoning)
-        restore_cards(self.view, self.messages, tool_outcomes, tool_errors)
+        if any(message.role == "tool" or message.tool_calls for message in self.messages):
+            # Tool cards sit inside their answers' cards: every card is made (a chat with tools is rarely long).
+            self.view.clear()
+            for message in self.messages:
+                if message.role == "tool":
+                    add_result_card(self.view, message, tool_errors.get(message.tool_call_id, False))
+                else:
+                    self.view.add_card(message.role, message.content).set_thinking(message.reasoning)
+            restore_cards(self.view, self.messages, tool_outcomes, tool_errors)
+        else:
+            self.view.set_messages([(message.role, message.content, message.reasoning) for message in self.messages])
         self.view.scroll_to_bottom()
         self._update_buttons()
+
+    def toggle_panel(self) -> None:
+        self.panel_button.toggle()
 
     def rename(self, title: str) -> None:
         self.title_from_user = True
@@ -289,7 +311,7 @@ class ChatTab(QWidget):
     def _start_turn(self, new_answer: bool = True) -> None:
         if self.chat_tools is not None and new_answer:
             self.chat_tools.new_answer()
-        sampling, system_prompt = self._defaults()
+        sampling, system_prompt = self.panel.effective(*self._defaults())  # this chat's own changes on top
         conversation = ([ChatMessage("system", system_prompt)] if system_prompt else []) + answer_every_call(self.messages)
         self._pending.clear()
         self._answer_text = ""

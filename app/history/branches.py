@@ -56,6 +56,11 @@ class BranchKeeper:
         tab.message_edited.connect(self._on_message_edited)
         tab.messages_deleted.connect(self._on_messages_deleted)
         tab.branch_step_requested.connect(self._on_branch_step_requested)
+        tab.view.earlier_shown.connect(lambda chat_id=tab.chat_id: self._on_earlier_shown(chat_id))
+
+    def _on_earlier_shown(self, chat_id: str) -> None:
+        if (snapshot := self.snapshots.get(chat_id)) is not None:
+            self.show_positions(snapshot)  # the new cards' "< 1/2 >"
 
     # ------------------------------------------------------------ "< 1/2 >"
 
@@ -69,7 +74,7 @@ class BranchKeeper:
         if tab is None:
             return
         known = {m.id for m in snapshot.messages}
-        for card, message_id in zip(tab.view.message_cards(), ids):
+        for card, message_id in zip(tab.view.message_cards(), ids[tab.view.hidden_count():]):
             if message_id in known:  # a message sent after this read is drawn at the next one
                 card.branch_bar.set_position(*snapshot.position(message_id))
 

@@ -143,6 +143,9 @@ class HistoryClient(QObject):
     def rename_chat(self, chat_id: str, title: str) -> None:
         self._write(HistoryStore.rename_chat, chat_id, title)
 
+    def set_pinned(self, chat_id: str, pinned: bool) -> None:
+        self._write(HistoryStore.set_pinned, chat_id, pinned)
+
     def delete_chat(self, chat_id: str) -> None:
         """Hidden at once, purged at the next start."""
         self._write(HistoryStore.delete_chat, chat_id)

@@ -142,16 +142,17 @@ def show_chat_list(history: HistoryUI, parent: QWidget) -> ChatListDialog:
     return dialog
 
 
-def export_with_dialog(history: HistoryUI, kind: str, parent: QWidget) -> None:
-    """Ask where, then write the current chat as "markdown" or "json"."""
+def export_with_dialog(history: HistoryUI, kind: str, parent: QWidget, chat: tuple[str, str] | None = None) -> None:
+    """Ask where, then write a chat (chat id, title; default: the current tab's) as "markdown" or "json"."""
     tab = history.host.current_tab()
-    if tab is None:
+    if chat is None and tab is None:
         return
+    chat_id, title = chat or (tab.chat_id, tab.title)  # type: ignore[union-attr]
     suffix, kinds = (".md", "Markdown (*.md)") if kind == "markdown" else (".json", "JSON (*.json)")
-    name = "".join(c if c.isalnum() or c in " -_" else "_" for c in tab.title).strip() or "chat"
+    name = "".join(c if c.isalnum() or c in " -_" else "_" for c in title).strip() or "chat"
     path, _ = QFileDialog.getSaveFileName(parent, "Export chat", name + suffix, kinds)
     if path:
-        history.export_current(kind, path)
+        history.export_chat(chat_id, kind, path)
 
 
 def import_with_dialog(history: HistoryUI, parent: QWidget) -> None:

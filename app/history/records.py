@@ -60,6 +60,7 @@ class Chat:
     title_auto: bool = True
     active_root_id: str | None = None
     deleted: bool = False
+    pinned: bool = False  # listed first in the sidebar
 
 
 @dataclass(frozen=True)

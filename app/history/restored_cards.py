@@ -11,8 +11,15 @@ INTERRUPTED_NOTE = "(interrupted) — Regenerate to answer again"
 
 
 def show_stored_notes(tab: ChatTab, path: Sequence[StoredMessage]) -> None:
-    """The cards of `path` (as the tab shows them, top to bottom) get their notes and thinking summaries."""
-    for card, message in zip(tab.view.cards(), path):
+    """The cards of `path` (as the tab shows them, top to bottom) get their notes and thinking summaries.
+
+    A long chat opens with its last messages as cards (the earlier ones wait above); an early answer cut
+    short is rare, and its note must show, so then every card is made."""
+    hidden = tab.view.hidden_count()
+    if any(message.state != "complete" for message in path[:hidden]):
+        tab.view.show_all()
+        hidden = tab.view.hidden_count()
+    for card, message in zip(tab.view.cards(), path[hidden:]):
         if message.state != "complete":
             card.set_footer(INTERRUPTED_NOTE)
         if message.reasoning:

@@ -15,7 +15,7 @@ from app.history.records import Chat, HistoryError, StoredMessage
 
 CHAT_COLUMNS = (
     "id, title, created, updated, model, settings, is_open, tab_order, scroll_position, "
-    "title_auto, active_root_id, deleted_at"
+    "title_auto, active_root_id, deleted_at, pinned"
 )
 MESSAGE_COLUMNS = (
     "id, chat_id, parent_id, role, text, state, created, prompt_tokens, generated_tokens, "
@@ -32,7 +32,7 @@ def chat_from_row(row: sqlite3.Row) -> Chat:
     return Chat(
         row["id"], row["title"], row["created"], row["updated"], row["model"], json.loads(row["settings"]),
         bool(row["is_open"]), row["tab_order"], row["scroll_position"], bool(row["title_auto"]),
-        row["active_root_id"], row["deleted_at"] is not None,
+        row["active_root_id"], row["deleted_at"] is not None, bool(row["pinned"]),
     )
 
 

@@ -117,7 +117,10 @@ _V4 = (
     "CREATE INDEX messages_by_parent ON messages(parent_id)",
 ) + _V3[1:4]  # the same three triggers as version 3, on the new table
 
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3, _V4)
+# Pinned chats stay at the top of the sidebar. Its own step, appended after every other one.
+_PINNED = ("ALTER TABLE chats ADD COLUMN pinned INTEGER NOT NULL DEFAULT 0",)
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3, _V4, _PINNED)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

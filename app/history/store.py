@@ -125,9 +125,10 @@ class HistoryStore:
         return ChatSnapshot(chat, tuple(message_from_row(row) for row in rows))
 
     def list_chats(self, include_deleted: bool = False) -> list[Chat]:
-        """Every chat, the most recently used first."""
+        """Every chat, pinned ones first, then the most recently used first."""
         where = "" if include_deleted else "WHERE deleted_at IS NULL"
-        rows = self._rows("list the chats", f"SELECT {CHAT_COLUMNS} FROM chats {where} ORDER BY updated DESC, created DESC")
+        rows = self._rows("list the chats", f"SELECT {CHAT_COLUMNS} FROM chats {where} "
+                          "ORDER BY pinned DESC, updated DESC, created DESC")
         return [chat_from_row(row) for row in rows]
 
     def open_tabs(self) -> list[Chat]:
@@ -168,6 +169,10 @@ class HistoryStore:
             if row is not None:
                 merged = {**json.loads(row[0]), **changes}
                 db.execute("UPDATE chats SET settings = ? WHERE id = ?", (dump_json(merged), chat_id))
+
+    def set_pinned(self, chat_id: str, pinned: bool) -> None:
+        with self._write("pin the chat") as db:
+            db.execute("UPDATE chats SET pinned = ? WHERE id = ?", (int(pinned), chat_id))
 
     def rename_chat(self, chat_id: str, title: str) -> None:
         title = title_from_user(title)

@@ -282,10 +282,13 @@ class HistoryUI(QObject):
     def export_current(self, kind: str, path: str | Path) -> None:
         """Write the current chat as "markdown" or "json" to `path` (the file is written on this thread)."""
         tab = self.host.current_tab()
-        if tab is None:
-            return
+        if tab is not None:
+            self.export_chat(tab.chat_id, kind, path)
+
+    def export_chat(self, chat_id: str, kind: str, path: str | Path) -> None:
+        """Write any stored chat (the sidebar's Export) as "markdown" or "json" to `path`."""
         exporter = self.client.export_markdown if kind == "markdown" else self.client.export_json
-        exporter(tab.chat_id, on_done=lambda text: self._write_file(Path(path), text), on_error=self.show_problem)
+        exporter(chat_id, on_done=lambda text: self._write_file(Path(path), text), on_error=self.show_problem)
 
     def _write_file(self, path: Path, text: str) -> None:
         try:

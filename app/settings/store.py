@@ -7,6 +7,7 @@ and says so once. `HEARTH_CONFIG_DIR` moves the file (tests use a tmp dir).
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
 import os
@@ -84,6 +85,11 @@ SETTINGS: tuple[Setting, ...] = (
               "and check them in the same pass. The answer is the same; it comes sooner where it repeats the "
               "conversation (edits, quotes). auto: a chat whose guesses keep missing stops guessing.", ("auto", "off")),
     Setting("chat.system_prompt", str, "You are a helpful assistant.", "The system prompt of new chats."),
+    Setting("chat.presets", dict, {}, "Named chat settings (system prompt, temperature, top-p, max tokens) "
+            "to pick in a chat's panel."),
+    Setting("window.sidebar_visible", bool, True, "Show the chat sidebar (Ctrl+B)."),
+    Setting("window.sidebar_width", int, 240, "Width of the chat sidebar, in pixels."),
+    Setting("window.font_size", float, 0.0, "Text size in points (Ctrl++ / Ctrl+-); 0: the system's."),
     Setting("server.enabled", bool, False, "Serve the loaded model over an OpenAI-compatible HTTP API."),
     Setting("server.host", str, "127.0.0.1", "Address the API listens on; 127.0.0.1: this computer only "
             "(any other address needs an API key)."),
@@ -113,6 +119,8 @@ def _valid(setting: Setting, value: Any) -> bool:
         ok = isinstance(value, int) and not isinstance(value, bool)
     elif setting.type is list:
         ok = isinstance(value, list) and all(isinstance(item, str) for item in value)
+    elif setting.type is dict:  # named groups of plain values (presets): JSON objects of JSON values
+        ok = isinstance(value, dict) and all(isinstance(key, str) for key in value)
     else:
         ok = isinstance(value, setting.type)
     return ok and (not setting.choices or value in setting.choices)
@@ -200,6 +208,8 @@ class Settings:
 
 
 def _copy(value: Any) -> Any:
+    if isinstance(value, dict):
+        return copy.deepcopy(value)
     return list(value) if isinstance(value, list) else value
 
 

@@ -31,7 +31,9 @@ from app.tools.service import ToolService
 from app.window.api_server import ApiServerControl
 from app.window.menus import build_menus
 from app.window.model_lifecycle import ModelLifecycle
+from app.window.sidebar_control import SidebarControl
 from app.window.tabwidget import ChatTabWidget
+from app.window.view_commands import ViewCommands
 from app.window.welcome import welcome_text
 from engine.catalog.default_model import default_model_path
 from engine.server.options import API_CHAT_PREFIX
@@ -85,7 +87,11 @@ class MainWindow(QMainWindow):
         self._connect_bridge()
         self.history_ui = HistoryUI(self, parent=self)  # saves every chat; restores the open tabs when read
         self._connect_history()  # after the bridge: the tabs hear engine events first
-        build_menus(self, self)
+        self.sidebar = SidebarControl(self.history_ui, self.settings, self.centralWidget().layout(), self.tabs, self)
+        self.chat_opened.connect(self.sidebar.attach)
+        self.chat_closed.connect(lambda _chat_id: self.sidebar.sidebar.refresh_soon())
+        self.view_commands = ViewCommands(self, self)  # the View menu's, and the font size
+        build_menus(self, self, self.view_commands)
         self.new_chat()
 
     def _build(self) -> None:
@@ -136,7 +142,9 @@ class MainWindow(QMainWindow):
         """A new tab; the history passes a stored chat's id and title to reopen it."""
         self._chat_count += 1
         tab = ChatTab(self.bridge, self._defaults, title or f"Chat {self._chat_count}", chat_id=chat_id,
-                      tools=self.tool_service)
+                      tools=self.tool_service, settings=self.settings)
+
+        tab.panel.defaults_saved.connect(self._on_panel_defaults_saved)
         tab.title_from_user = bool(title)
         if messages:
             tab.set_conversation(messages)
@@ -302,6 +310,10 @@ class MainWindow(QMainWindow):
     def _on_sampling_applied(self, sampling: SamplingParams, system_prompt: str) -> None:
         self.default_sampling, self.system_prompt = sampling, system_prompt
 
+    def _on_panel_defaults_saved(self) -> None:
+        _, self.default_sampling, self.system_prompt = self._engine_inputs()  # what the panel just saved
+
+
     def show_about(self) -> None:
         from app.misc.about import AboutDialog  # asks llama.cpp for its build: only when wanted
 
@@ -336,4 +348,5 @@ class MainWindow(QMainWindow):
         self.bridge.shutdown()  # joins the engine thread: nothing may emit into a dead window
         self.tool_service.shutdown()  # every MCP server is stopped
         self.history_ui.close()  # writes what streamed, marks unfinished answers interrupted, joins its thread
+        self.sidebar.save()  # its width, if it was dragged a moment ago
         super().closeEvent(event)

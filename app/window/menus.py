@@ -7,6 +7,8 @@ from typing import Callable, Protocol
 from PySide6.QtGui import QAction, QKeySequence, QShortcut
 from PySide6.QtWidgets import QMainWindow, QMenu
 
+from app.window.view_commands import ViewCommands
+
 TAB_KEYS = (("Ctrl+Tab", 1), ("Ctrl+PgDown", 1), ("Ctrl+Shift+Tab", -1), ("Ctrl+PgUp", -1))
 
 
@@ -30,12 +32,16 @@ class WindowCommands(Protocol):
     def show_about(self) -> None: ...
 
 
-def build_menus(window: QMainWindow, commands: WindowCommands) -> None:
-    """The menu bar of `window` and its tab-switching shortcuts."""
+def build_menus(window: QMainWindow, commands: WindowCommands, view: ViewCommands) -> None:
+    """The menu bar of `window` and its tab-switching shortcuts; every command has its place here."""
     chat = window.menuBar().addMenu("&Chat")
     add_action(chat, "&New chat", commands.new_chat, "Ctrl+T", QKeySequence.StandardKey.New)
     add_action(chat, "&Close chat", commands.close_current_chat, "Ctrl+W")
+    add_action(chat, "&Rename chat", view.rename_tab, "F2")
     add_action(chat, "&Stop answering", commands.stop_current, "Esc")
+    add_action(chat, "Re&generate", view.regenerate, "Ctrl+R")
+    add_action(chat, "Copy &last answer", view.copy_last_answer, "Ctrl+Shift+C")
+    add_action(chat, "&Write a message", view.focus_input, "Ctrl+L")
     chat.addSeparator()
     add_action(chat, "C&hats…", commands.show_chat_list, "Ctrl+Shift+H")
     add_action(chat, "Export as &Markdown…", lambda: commands.export_chat("markdown"))
@@ -43,6 +49,15 @@ def build_menus(window: QMainWindow, commands: WindowCommands) -> None:
     add_action(chat, "&Import JSON…", commands.import_chat)
     chat.addSeparator()
     add_action(chat, "&Quit", commands.close, "Ctrl+Q", QKeySequence.StandardKey.Quit)
+    view_menu = window.menuBar().addMenu("&View")
+    add_action(view_menu, "Show &sidebar", view.toggle_sidebar, "Ctrl+B")
+    add_action(view_menu, "Search c&hats", view.search_chats, "Ctrl+K")
+    add_action(view_menu, "Chat &panel", view.toggle_chat_panel, "Ctrl+Shift+P")
+    view_menu.addSeparator()
+    add_action(view_menu, "&Larger text", lambda: view.zoom(1), "Ctrl++", QKeySequence.StandardKey.ZoomIn).setShortcuts(
+        [QKeySequence("Ctrl++"), QKeySequence("Ctrl+=")])  # "=" is "+" without Shift on many keyboards
+    add_action(view_menu, "S&maller text", lambda: view.zoom(-1), "Ctrl+-", QKeySequence.StandardKey.ZoomOut)
+    add_action(view_menu, "&Default text size", view.reset_zoom, "Ctrl+0")
     model = window.menuBar().addMenu("&Model")
     add_action(model, "&Settings…", commands.open_settings, "Ctrl+,", QKeySequence.StandardKey.Preferences)
     add_action(model, "&Get models…", commands.open_get_models, "Ctrl+Shift+G")
@@ -52,6 +67,7 @@ def build_menus(window: QMainWindow, commands: WindowCommands) -> None:
     model.addSeparator()
     add_action(model, "Check &quantization…", commands.check_quantization)
     help_menu = window.menuBar().addMenu("&Help")
+    add_action(help_menu, "&Keyboard shortcuts", view.show_shortcuts, "Ctrl+/", QKeySequence.StandardKey.HelpContents)
     add_action(help_menu, "&About Hearth", commands.show_about)
     for keys, step in TAB_KEYS:
         QShortcut(QKeySequence(keys), window, lambda step=step: commands.switch_tab(step))

@@ -41,6 +41,7 @@ class ChatTabWidget(QTabWidget):
         self.add_button.setText("+")
         self.add_button.setAutoRaise(True)
         self.add_button.setToolTip("New chat (Ctrl+T)")
+        self.add_button.setAccessibleName("New chat")
         self.add_button.clicked.connect(self.new_tab_requested)
         self.setCornerWidget(self.add_button, Qt.Corner.TopRightCorner)
         self.tabBar().tabBarDoubleClicked.connect(self.start_rename)
@@ -50,6 +51,12 @@ class ChatTabWidget(QTabWidget):
         self._busy: set[QWidget] = set()
         self._spinner = QTimer(self, interval=SPINNER_INTERVAL_MS)
         self._spinner.timeout.connect(self._advance_spinner)
+
+    def tabInserted(self, index: int) -> None:  # noqa: N802 - Qt override
+        super().tabInserted(index)
+        close = self.tabBar().tabButton(index, self.tabBar().ButtonPosition.RightSide)
+        if close is not None:
+            close.setAccessibleName("Close chat")  # Qt's close button says nothing on its own
 
     # ------------------------------------------------------------ answering indicator
 

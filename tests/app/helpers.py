@@ -6,6 +6,7 @@ from dataclasses import replace
 
 from PySide6.QtCore import Qt
 
+from app.chat.markdown_view import MessageBrowser
 from app.chat.tab import ChatTab
 from app.window.mainwindow import MainWindow
 
@@ -41,3 +42,17 @@ def wait_restored(qtbot, window: MainWindow) -> None:  # type: ignore[no-untyped
 
 def conversation(tab: ChatTab) -> list[tuple[str, str]]:
     return [(m.role, m.content) for m in tab.messages]
+
+
+def monospace_fragments(browser: MessageBrowser) -> list[str]:
+    """The text the browser shows in a monospace font, fragment by fragment."""
+    found, block = [], browser.document().begin()
+    while block.isValid():
+        fragments = block.begin()
+        while not fragments.atEnd():
+            fragment = fragments.fragment()
+            if "monospace" in (fragment.charFormat().fontFamilies() or []):
+                found.append(fragment.text())
+            fragments += 1
+        block = block.next()
+    return found

@@ -191,7 +191,8 @@ def test_migrates_a_version_1_database(db_path: Path) -> None:
     raw.close()
 
     store = HistoryStore.open(db_path)
-    assert store._db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 4
+    assert store._db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == len(MIGRATIONS)
+    assert store.chat("c1").pinned is False
     assert [h.message_id for h in store.search("platypus")] == ["m1"]
     assert _texts(store, "c1") == ["ancient platypus", "Yes."]
     assert store.chat("c1").is_open is False

@@ -32,6 +32,8 @@ DOCUMENTED_DEFAULTS = {
     "server.cors_origins": [], "remote.url": "", "remote.model": "",
     "tools.disabled_servers": [], "tools.disabled_tools": [], "tools.always_allow": [], "tools.timeout_s": 60.0,
     "tools.result_limit": 16000, "tools.max_rounds": 8,
+    "window.sidebar_visible": True, "window.sidebar_width": 240, "chat.presets": {},
+    "window.font_size": 0.0,
 }
 README_ROWS = (
     "| Backend | auto |", "| Context length | 4096 |", "| Parallel chats (slots) | 4 |", "| Batch tokens | 512 |",
