@@ -11,10 +11,10 @@ and its PDF path is pypdf's text anyway, without page numbers.
 from __future__ import annotations
 
 import zipfile
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
-from typing import Callable, Iterable
 from xml.etree import ElementTree
 
 Progress = Callable[[int, int], None]  # pages done, pages in all
@@ -97,8 +97,8 @@ def _decode(data: bytes) -> str:
 class _TextOfHtml(HTMLParser):
     """Visible text of an HTML page; headings become Markdown headings so chunks can cut at them."""
 
-    _SKIPPED = {"script", "style", "head", "noscript", "template"}
-    _BLOCKS = {"p", "div", "br", "li", "tr", "section", "article", "pre", "blockquote", "table", "ul", "ol"}
+    _SKIPPED = frozenset({"script", "style", "head", "noscript", "template"})
+    _BLOCKS = frozenset({"p", "div", "br", "li", "tr", "section", "article", "pre", "blockquote", "table", "ul", "ol"})
 
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
@@ -133,7 +133,7 @@ def html_to_text(html: str) -> str:
 
 
 def _read_html(path: Path, report: Progress) -> tuple[str, list[Page]]:
-    kind, pages = _read_text(path, report)
+    _, pages = _read_text(path, report)
     return "html", [Page(1, html_to_text(pages[0].text))]
 
 

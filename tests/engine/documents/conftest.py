@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from engine.documents.extract import Document, extract
+
 PAGES = 300
 PLANTED_PAGE = 217
 PLANTED_SENTENCE = "The lighthouse keeper Ottoline Brackwater stores the spare lamp oil in the copper vault."
@@ -35,6 +37,11 @@ def write_long_pdf(path: Path, pages: int = PAGES) -> Path:
 def long_pdf(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The 300-page PDF, written once per session (the planted sentence is on page 217)."""
     return write_long_pdf(tmp_path_factory.mktemp("pdf") / "harbour.pdf")
+
+
+@pytest.fixture(scope="session")
+def long_document(long_pdf: Path) -> Document:
+    return extract(long_pdf)
 
 
 @pytest.fixture
