@@ -62,3 +62,21 @@ def test_a_dropped_file_is_attached(qtbot, scripted_window, markdown_file: Path)
     qtbot.waitUntil(lambda: _ready(tab), timeout=20000)
     assert tab.input.toPlainText() == ""  # the path was not pasted as text
     tab.attachments.shutdown()
+
+
+def test_the_index_is_deleted_with_the_chat(tmp_path: Path) -> None:
+    from app.history.store import HistoryStore
+    from engine.documents.extract import Document, Page
+    from engine.documents.index import DocumentIndex
+
+    store = HistoryStore.open(tmp_path / "history.sqlite3")
+    kept, doomed = store.create_chat(title="Kept"), store.create_chat(title="Doomed")
+    for chat in (kept, doomed):
+        index = DocumentIndex(index_path(tmp_path / "documents", chat.id))
+        index.add(Document("a.txt", "text", (Page(1, "some text"),)))
+        index.close()
+    store.delete_chat(doomed.id)
+    assert index_path(tmp_path / "documents", doomed.id).is_file()  # a deleted chat can still be restored
+    assert store.purge_deleted() == 1
+    store.close()
+    assert [path.name for path in (tmp_path / "documents").iterdir()] == [f"{kept.id}.documents.sqlite"]
