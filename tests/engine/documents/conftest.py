@@ -2,41 +2,22 @@
 
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 
 import pytest
 
+from engine.bench.documents import PLANTED_SENTENCE, write_sample_pdf
 from engine.documents.extract import Document, extract
 
 PAGES = 300
 PLANTED_PAGE = 217
-PLANTED_SENTENCE = "The lighthouse keeper Ottoline Brackwater stores the spare lamp oil in the copper vault."
-_FILLER = ("Chapter {chapter} goes on about the weather, the harbour and the daily routine of the town. "
-           "Boats come in with the tide, nets are mended on the quay, and the market opens at dawn. ")
-
-
-def write_long_pdf(path: Path, pages: int = PAGES) -> Path:
-    from fpdf import FPDF
-
-    pdf = FPDF()
-    pdf.set_font("Helvetica", size=11)
-    for number in range(1, pages + 1):
-        pdf.add_page()
-        text = f"Page {number}. " + _FILLER.format(chapter=number) * 3
-        if number == PLANTED_PAGE:
-            text += PLANTED_SENTENCE
-        # text() per wrapped line: multi_cell's layout takes ~25x longer for 300 pages
-        for line_number, line in enumerate(textwrap.wrap(text, 90)):
-            pdf.text(15, 20 + 6 * line_number, line)
-    pdf.output(str(path))
-    return path
+__all__ = ["PAGES", "PLANTED_PAGE", "PLANTED_SENTENCE"]
 
 
 @pytest.fixture(scope="session")
 def long_pdf(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The 300-page PDF, written once per session (the planted sentence is on page 217)."""
-    return write_long_pdf(tmp_path_factory.mktemp("pdf") / "harbour.pdf")
+    return write_sample_pdf(tmp_path_factory.mktemp("pdf") / "harbour.pdf", PAGES, PLANTED_PAGE)
 
 
 @pytest.fixture(scope="session")
