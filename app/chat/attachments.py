@@ -33,6 +33,7 @@ from engine.paths import user_path
 from engine.protocol import ChatMessage
 
 DATA_DIR_ENV = "HEARTH_DATA_DIR"  # the folder the chat history uses
+_CHIP_CHARS = 80
 ANSWER_RESERVE_TOKENS = 1024  # kept free for the answer (a quarter of a small context at most)
 _FILE_FILTER = ("Documents (*.txt *.md *.markdown *.rst *.pdf *.docx *.pptx *.xlsx *.epub *.html *.htm "
                 "*.py *.js *.ts *.c *.h *.cpp *.rs *.go *.java *.json *.yaml *.yml *.toml *.csv);;All files (*)")
@@ -65,7 +66,8 @@ class AttachmentChip(QFrame):
 
     def show_state(self, mode: str, status: str = "") -> None:
         if self.error:
-            self.label.setText(f"⚠ {self.error}")
+            shown = self.error if len(self.error) <= _CHIP_CHARS else self.error[:_CHIP_CHARS].rsplit(" ", 1)[0] + "…"
+            self.label.setText(f"⚠ {shown}")  # the whole sentence in the tooltip: the row holds several chips
             self.setToolTip(self.error)
             return
         parts = [self.name]

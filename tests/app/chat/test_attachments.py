@@ -35,7 +35,9 @@ def test_chips_then_the_files_in_the_next_submit(qtbot, scripted_window, long_pd
     labels = _labels(tab)
     assert labels["notes.md"].startswith("notes.md · 1 page · ≈") and labels["notes.md"].endswith(" tokens · whole")
     assert labels["harbour.pdf"].startswith("harbour.pdf · 300 pages · ≈") and labels["harbour.pdf"].endswith("searched")
-    assert labels["program.txt"] == "⚠ program.txt: this is not a text file (it holds binary data), so it cannot be read as text."
+    assert labels["program.txt"] == "⚠ program.txt: this is not a text file (it holds binary data), so it cannot be…"
+    binary_chip = next(chip for chip in tab.attachments.chips.values() if chip.name == "program.txt")
+    assert binary_chip.toolTip() == "program.txt: this is not a text file (it holds binary data), so it cannot be read as text."
     assert {"reading", "indexing"} <= set(seen)
     assert index_path(documents_folder(), tab.chat_id).is_file()
     tab.input.setPlainText(QUESTION)
