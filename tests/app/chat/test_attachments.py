@@ -11,7 +11,7 @@ from PySide6.QtWidgets import QApplication
 
 from app.chat.attachments import documents_folder
 from engine.documents.index import index_path
-from tests.engine.documents.conftest import PLANTED_PAGE, binary_txt, long_pdf, markdown_file  # noqa: F401 - fixtures
+from tests.engine.documents.conftest import PLANTED_PAGE
 
 QUESTION = "Where does Ottoline Brackwater keep the spare lamp oil?"
 
