@@ -56,7 +56,9 @@ class AttachmentChip(QFrame):
         self.error = ""
         self.setFrameShape(QFrame.Shape.StyledPanel)
         self.label = QLabel(f"{name} · reading…", self)
-        close = QToolButton(self, text="×", autoRaise=True)
+        close = QToolButton(self)
+        close.setText("×")
+        close.setAutoRaise(True)
         close.setToolTip(f"Remove {name}")
         close.clicked.connect(lambda: self.remove_requested.emit(self.key))
         layout = QHBoxLayout(self)
