@@ -23,6 +23,7 @@ from PySide6.QtGui import QKeyEvent, QShowEvent
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, QVBoxLayout, QWidget
 
 from app.bridge import ChatMessage, EngineBridge, SamplingParams, TurnFinished
+from app.chat.attachments import AttachmentsBar
 from app.settings.store import Settings
 from app.chat.message_actions import MessageActions
 from app.chat.message_list import MessageCard, MessageList
@@ -150,6 +151,9 @@ class ChatTab(QWidget):
         layout.addLayout(middle, 1)
         bottom = QVBoxLayout()
         bottom.setContentsMargins(12, 0, 12, 0)
+        self.attachments = AttachmentsBar(lambda: self.chat_id, lambda: self.messages, self._context_length,
+                                          lambda: info.path if (info := self._bridge.model_info) else "", self.input, self)
+        bottom.addWidget(self.attachments)
         bottom.addWidget(self.input)
         bottom.addLayout(buttons)
         layout.addLayout(bottom)
@@ -170,7 +174,7 @@ class ChatTab(QWidget):
         edited = self.message_actions.take_edit()
         if edited is not None:
             self.message_actions.truncate(edited)
-        self.messages.append(ChatMessage("user", text))
+        self.messages.append(ChatMessage("user", self.attachments.message_text(text)))  # the files' text goes in too
         self.view.add_card("user", text)
         self.view.scroll_to_bottom()
         if not self.title_from_user and len(self.messages) == 1:
@@ -330,6 +334,10 @@ class ChatTab(QWidget):
             self._bridge.submit(self.chat_id, conversation, sampling, template_options=options)
         else:
             self.chat_tools.submit_turn(self._bridge, self.chat_id, conversation, sampling, options, self.show_error)
+
+    def _context_length(self) -> int:
+        info = self._bridge.model_info
+        return info.context_length if info is not None else 4096
 
     def _flush(self) -> None:
         self._thinking_dirty |= self.thinking.flush()

@@ -20,9 +20,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from app.chat.title import DEFAULT_TITLE, title_from_text, title_from_user
 from app.history import import_export as history_io
 from app.history.database import default_database_path, human_error, open_database
-from app.chat.title import DEFAULT_TITLE, title_from_text, title_from_user
+from app.history.parts import dump_tool_calls
 from app.history.records import (
     MATCH_END,
     MATCH_START,
@@ -34,7 +35,6 @@ from app.history.records import (
     SearchHit,
     StoredMessage,
 )
-from app.history.parts import dump_tool_calls
 from app.history.rows import (
     CHAT_COLUMNS,
     MESSAGE_COLUMNS,
@@ -47,6 +47,7 @@ from app.history.rows import (
     point_to,
     user_message_count,
 )
+from engine.documents.index import delete_index
 from engine.protocol import ToolCall
 
 __all__ = ["HistoryError", "HistoryStore", "default_database_path", "new_id"]
@@ -196,8 +197,12 @@ class HistoryStore:
         cutoff = time.time() - older_than_s
         with self._write("delete old chats") as db:
             doomed = "SELECT id FROM chats WHERE deleted_at IS NOT NULL AND deleted_at <= ?"
+            chat_ids = [row[0] for row in db.execute(doomed, (cutoff,))]
             db.execute(f"DELETE FROM messages WHERE chat_id IN ({doomed})", (cutoff,))
-            return db.execute(f"DELETE FROM chats WHERE id IN ({doomed})", (cutoff,)).rowcount
+            purged = db.execute(f"DELETE FROM chats WHERE id IN ({doomed})", (cutoff,)).rowcount
+        for chat_id in chat_ids:  # the attached files' text and index go with the chat
+            delete_index(self.path.parent / "documents", chat_id)
+        return purged
 
     def drop_empty_closed_chats(self) -> int:
         """Tabs opened and closed without a word leave no entry in the chat list; returns how many."""

@@ -5,14 +5,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Sequence
+from collections.abc import Sequence
 
 from engine.bench.harness import BenchError
 from engine.bench.measure import measure
 from engine.bench.report import table
 from engine.bench.speculative import WORKLOADS
 from engine.paths import user_path
-
 
 DESCRIPTION = "The measured truth about speed, through the real EngineLoop."
 
@@ -38,6 +37,9 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
                              "~600-token text changing one word); default chat")
     parser.add_argument("--prompt-copy", choices=("auto", "on", "off"), default="auto",
                         help="llama.cpp: read long prompts with an F32 copy of the weights (the setting; default auto)")
+    parser.add_argument("--documents", action="store_true",
+                        help="attached documents: indexing pages/s, retrieval latency, first token with and without")
+    parser.add_argument("--pages", type=int, default=300, help="--documents: pages of the PDF written (default 300)")
     parser.add_argument("--speculative-only", action="store_true",
                         help="run only the speculative case (drafts off and on) and no baseline")
     parser.add_argument("--constrained", action="store_true",
@@ -51,8 +53,8 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
         args.tabs = [int(part) for part in args.tabs.split(",") if part.strip()]
     except ValueError:
         parser.error(f"--tabs wants numbers like 1,4,8, not {args.tabs!r}")
-    if not args.tabs or min(args.tabs) < 1 or args.max_tokens < 1 or args.repeat < 1:
-        parser.error("--tabs, --max-tokens and --repeat must be positive")
+    if not args.tabs or min(args.tabs) < 1 or args.max_tokens < 1 or args.repeat < 1 or args.pages < 1:
+        parser.error("--tabs, --max-tokens, --repeat and --pages must be positive")
     if args.gui:
         return args  # the window alone: no model to find
     if args.backend == "remote":
@@ -78,6 +80,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             result = measure_gui(tokens=args.gui_tokens)
             print(gui_table(result))
+        elif args.documents:
+            from engine.bench.documents import documents_table, measure_documents
+
+            result = measure_documents(args)
+            print(documents_table(result))
         elif args.api:
             from engine.bench.api import api_table, measure_api
 

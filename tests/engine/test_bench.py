@@ -119,3 +119,17 @@ def test_repeats_alternate_which_half_of_the_speculative_case_runs_first(monkeyp
     second = speculative.run_speculative(None, "chat", 2, 8, on_first=True)  # type: ignore[arg-type]
     assert order == ["off", "auto", "auto", "off"]
     assert first["off_tok_s"] == second["off_tok_s"] == first["on_tok_s"] == 20.0 and second["acceptance"] == 0.5
+
+
+def test_documents_mode_writes_its_figures(default_model: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "documents.json"
+    argv = ["--documents", "--pages", "30", "--repeat", "1", "--model", default_model, "--json", str(out)]
+    assert bench.main(argv) == 0
+    figures = json.loads(out.read_text())["documents"]
+    assert {"pages", "index_pages_per_s", "retrieval_ms_p50", "retrieval_ms_p99", "ttft_ms_with",
+            "ttft_ms_without"} <= set(figures)
+    assert figures["pages"] == 30 and figures["index_pages_per_s"] > 0
+    assert 0 < figures["retrieval_ms_p50"] <= figures["retrieval_ms_p99"]
+    assert 0 < figures["fused_retrieval_ms_p50"] <= figures["fused_retrieval_ms_p99"]
+    assert figures["ttft_ms_with"] > 0 and figures["ttft_ms_without"] > 0 and figures["citations"] >= 1
+    assert "pages/s" in capsys.readouterr().out

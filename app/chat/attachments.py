@@ -1,0 +1,230 @@
+"""Files attached to a chat's next message: an Attach button, drop and paste, one chip per file.
+
+A chip shows the file's name, pages, tokens and whether it goes in whole or is searched (or why it
+cannot be read); "reading 30%" / "indexing 40%" while the worker (app/chat/attachment_worker.py)
+is at it. Sending takes the chips: `message_text` builds the user message from them and the
+question (engine/documents/prompt.py) and clears them. Each chat's index is a file of its own
+under the data folder's documents/, deleted with the chat.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import platformdirs
+from PySide6.QtCore import QEvent, QObject, QUrl, Signal
+from PySide6.QtGui import QDropEvent, QGuiApplication, QKeyEvent, QKeySequence
+from PySide6.QtWidgets import (
+    QFileDialog,
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QToolButton,
+    QWidget,
+)
+
+from app.chat.attachment_worker import DocumentWorker, ReadFile
+from engine.documents.index import DocumentIndex, index_path
+from engine.documents.prompt import Attachment, assemble, plan, room_left
+from engine.paths import user_path
+from engine.protocol import ChatMessage
+
+DATA_DIR_ENV = "HEARTH_DATA_DIR"  # the folder the chat history uses
+_CHIP_CHARS = 80
+ANSWER_RESERVE_TOKENS = 1024  # kept free for the answer (a quarter of a small context at most)
+_FILE_FILTER = ("Documents (*.txt *.md *.markdown *.rst *.pdf *.docx *.pptx *.xlsx *.epub *.html *.htm "
+                "*.py *.js *.ts *.c *.h *.cpp *.rs *.go *.java *.json *.yaml *.yml *.toml *.csv);;All files (*)")
+
+
+def documents_folder() -> Path:
+    override = os.environ.get(DATA_DIR_ENV)
+    base = Path(user_path(override)) if override else Path(platformdirs.user_data_dir("Hearth", appauthor=False))
+    return base / "documents"
+
+
+class AttachmentChip(QFrame):
+    remove_requested = Signal(int)
+
+    def __init__(self, key: int, name: str, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.key, self.name = key, name
+        self.read: ReadFile | None = None
+        self.doc_id: int | None = None
+        self.error = ""
+        self.setFrameShape(QFrame.Shape.StyledPanel)
+        self.label = QLabel(f"{name} · reading…", self)
+        close = QToolButton(self)
+        close.setText("×")
+        close.setAutoRaise(True)
+        close.setToolTip(f"Remove {name}")
+        close.clicked.connect(lambda: self.remove_requested.emit(self.key))
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(6, 2, 2, 2)
+        layout.addWidget(self.label)
+        layout.addWidget(close)
+
+    def show_state(self, mode: str, status: str = "") -> None:
+        if self.error:
+            shown = self.error if len(self.error) <= _CHIP_CHARS else self.error[:_CHIP_CHARS].rsplit(" ", 1)[0] + "…"
+            self.label.setText(f"⚠ {shown}")  # the whole sentence in the tooltip: the row holds several chips
+            self.setToolTip(self.error)
+            return
+        parts = [self.name]
+        if self.read is not None:
+            parts += [f"{self.read.pages} page{'s' * (self.read.pages != 1)}",
+                      f"{'' if self.read.exact else '≈'}{self.read.tokens:,} tokens", mode]
+        if status:
+            parts.append(status)
+        self.label.setText(" · ".join(parts))
+
+
+class AttachmentsBar(QWidget):
+    """Above the input: the Attach button and the chips of the files the next message takes."""
+
+    changed = Signal()
+
+    def __init__(self, chat_id: Callable[[], str], conversation: Callable[[], Sequence[ChatMessage]],
+                 context_length: Callable[[], int], model_path: Callable[[], str], input_box: QWidget,
+                 parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._chat_id, self._conversation, self._context_length = chat_id, conversation, context_length
+        self.chips: dict[int, AttachmentChip] = {}
+        self._status: dict[int, str] = {}
+        self._next_key = 0
+        self.worker = DocumentWorker(self._index_file(), model_path, self)
+        self.worker.progressed.connect(self._on_progress)
+        self.worker.read.connect(self._on_read)
+        self.worker.indexed.connect(self._on_indexed)
+        self.worker.failed.connect(self._on_failed)
+        self.attach_button = QPushButton("Attach…", self)
+        self.attach_button.setToolTip("Attach files to the next message (or drop or paste them into the input)")
+        self.attach_button.clicked.connect(self._on_attach_clicked)
+        self._row = QHBoxLayout(self)
+        self._row.setContentsMargins(0, 0, 0, 4)
+        self._row.addWidget(self.attach_button)
+        self._row.addStretch(1)
+        self._input = input_box
+        input_box.installEventFilter(self)
+        viewport = getattr(input_box, "viewport", None)
+        if viewport is not None:
+            viewport().installEventFilter(self)
+
+    def _index_file(self) -> Path:
+        return index_path(documents_folder(), self._chat_id())
+
+    # ------------------------------------------------------------ adding and removing
+
+    def attach(self, paths: Sequence[Path]) -> None:
+        for path in paths:
+            key, self._next_key = self._next_key, self._next_key + 1
+            chip = AttachmentChip(key, Path(path).name, self)
+            chip.remove_requested.connect(self._on_remove)
+            self.chips[key] = chip
+            self._row.insertWidget(self._row.count() - 1, chip)
+            self.worker.add(key, Path(path))
+        self.changed.emit()
+
+    def _on_attach_clicked(self) -> None:
+        names, _ = QFileDialog.getOpenFileNames(self, "Attach files", "", _FILE_FILTER)
+        self.attach([Path(name) for name in names])
+
+    def _on_remove(self, key: int) -> None:
+        chip = self.chips.pop(key, None)
+        if chip is not None:
+            chip.deleteLater()
+        self._status.pop(key, None)
+        self.refresh()
+
+    def clear(self) -> None:
+        for key in list(self.chips):
+            self._on_remove(key)
+
+    # ------------------------------------------------------------ the worker's reports
+
+    def _on_progress(self, key: int, what: str, share: float) -> None:
+        if key in self.chips:
+            self._status[key] = f"{what} {share:.0%}"
+            self.refresh()
+
+    def _on_read(self, read: ReadFile) -> None:
+        if read.key in self.chips:
+            self.chips[read.key].read = read
+            self.refresh()
+
+    def _on_indexed(self, key: int, doc_id: int) -> None:
+        if key in self.chips:
+            self.chips[key].doc_id = doc_id
+            self._status.pop(key, None)
+            self.refresh()
+
+    def _on_failed(self, key: int, message: str) -> None:
+        if key in self.chips:
+            self.chips[key].error = message
+            self._status.pop(key, None)
+            self.refresh()
+
+    # ------------------------------------------------------------ whole or searched
+
+    def room(self) -> int:
+        count, _ = self.worker.counter()
+        conversation = sum(count(message.content) + 8 for message in self._conversation())  # 8: the role's markers
+        context = self._context_length()
+        return room_left(context, conversation, min(ANSWER_RESERVE_TOKENS, context // 4))
+
+    def _attachments(self) -> list[Attachment]:
+        return [Attachment(-1 if chip.doc_id is None else chip.doc_id, chip.name, chip.read.pages, chip.read.text,
+                           chip.read.tokens) for chip in self.chips.values() if chip.read is not None and not chip.error]
+
+    def refresh(self) -> None:
+        whole, _ = plan(self._attachments(), self.room())
+        whole_names = {attachment.name for attachment in whole}
+        for key, chip in self.chips.items():
+            chip.show_state("whole" if chip.name in whole_names else "searched", self._status.get(key, ""))
+        self.changed.emit()
+
+    def message_text(self, question: str) -> str:
+        """The user message for `question` with the attached files; the chips are cleared."""
+        attachments = self._attachments()
+        if not attachments:
+            self.clear()
+            return question
+        count, _ = self.worker.counter()
+        index = DocumentIndex(self._index_file())
+        try:
+            prompt = assemble(question, attachments, self.room(), count,
+                              lambda text, doc_ids, limit: index.search(text, limit, [i for i in doc_ids if i >= 0]))
+        finally:
+            index.close()
+        self.clear()
+        return prompt.text
+
+    # ------------------------------------------------------------ drop and paste into the input
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        kind = event.type()
+        if kind in (QEvent.Type.DragEnter, QEvent.Type.DragMove) and _local_files(event.mimeData().urls()):  # type: ignore[attr-defined]
+            event.acceptProposedAction()  # type: ignore[attr-defined]
+            return True
+        if kind == QEvent.Type.Drop and isinstance(event, QDropEvent):
+            files = _local_files(event.mimeData().urls())
+            if files:
+                event.acceptProposedAction()
+                self.attach(files)
+                return True
+        if kind == QEvent.Type.KeyPress and isinstance(event, QKeyEvent) and event.matches(QKeySequence.StandardKey.Paste):
+            mime = QGuiApplication.clipboard().mimeData()
+            files = _local_files(mime.urls()) if mime is not None else []
+            if files:
+                self.attach(files)
+                return True
+        return super().eventFilter(watched, event)
+
+    def shutdown(self) -> None:
+        self.worker.wait()
+
+
+def _local_files(urls: Sequence[QUrl]) -> list[Path]:
+    return [Path(url.toLocalFile()) for url in urls if url.isLocalFile() and Path(url.toLocalFile()).is_file()]

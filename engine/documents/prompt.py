@@ -1,0 +1,112 @@
+"""The user message's text built from the attached documents and the question.
+
+Each document that fits the room left in the context (after the conversation and a reserve for the
+answer) goes in whole, with its name, in the order attached. The others are searched: their best
+chunks for the question go in, numbered [1], [2], ... with file and page, as many as the room still
+holds. Token counts are the caller's `count_tokens` (the model's own tokenizer in the window), so
+this module needs no model and is tested with any counter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from engine.documents.retrieval import Hit
+
+CountTokens = Callable[[str], int]
+Search = Callable[[str, Sequence[int], int], Sequence[Hit]]  # question, document ids, how many
+MAX_CHUNKS = 8
+_EXCERPTS_HEADER = ("Excerpts from the attached files, searched for this message. "
+                    "Cite the ones you use by their numbers, like [1].")
+
+
+@dataclass(frozen=True)
+class Attachment:
+    doc_id: int
+    name: str
+    pages: int
+    text: str  # the whole extracted text
+    tokens: int  # the whole text's count in the model's tokenizer
+
+
+@dataclass(frozen=True)
+class Citation:
+    number: int
+    document: str
+    page: int
+    pages: int  # how many the document has: a one-page file is cited by name alone
+    chunk_id: int
+    text: str
+
+    @property
+    def label(self) -> str:
+        return self.document if self.pages <= 1 else f"{self.document}, page {self.page}"
+
+
+@dataclass(frozen=True)
+class AssembledPrompt:
+    text: str
+    whole: tuple[str, ...]  # names of the documents put in whole
+    searched: tuple[str, ...]  # names of those searched
+    citations: tuple[Citation, ...]
+
+
+def room_left(context_tokens: int, conversation_tokens: int, answer_reserve: int) -> int:
+    return max(0, context_tokens - conversation_tokens - answer_reserve)
+
+
+def whole_block(attachment: Attachment) -> str:
+    return f"--- {attachment.name} ---\n{attachment.text.strip()}\n--- end of {attachment.name} ---"
+
+
+def plan(attachments: Sequence[Attachment], room: int, question_tokens: int = 0) -> tuple[list[Attachment], list[Attachment]]:
+    """Which go in whole (in order, while they fit) and which are searched. The chips show the same."""
+    whole, searched = [], []
+    left = room - question_tokens
+    for attachment in attachments:
+        cost = attachment.tokens + _BLOCK_OVERHEAD_TOKENS
+        if cost <= left:
+            whole.append(attachment)
+            left -= cost
+        else:
+            searched.append(attachment)
+    return whole, searched
+
+
+_BLOCK_OVERHEAD_TOKENS = 24  # the name lines around a whole document, counted generously
+
+
+def assemble(question: str, attachments: Sequence[Attachment], room: int, count_tokens: CountTokens,
+             search: Search, max_chunks: int = MAX_CHUNKS) -> AssembledPrompt:
+    """The text of the user message: whole documents, then numbered excerpts, then the question."""
+    if not attachments:
+        return AssembledPrompt(question, (), (), ())
+    whole, searched = plan(attachments, room, count_tokens(question))
+    blocks = [whole_block(attachment) for attachment in whole]
+    left = room - count_tokens("\n\n".join([*blocks, question])) - count_tokens(_EXCERPTS_HEADER)
+    citations = _citations(question, searched, left, count_tokens, search, max_chunks) if searched else []
+    if citations:
+        excerpts = "\n\n".join(_excerpt(citation) for citation in citations)
+        blocks.append(f"{_EXCERPTS_HEADER}\n\n{excerpts}")
+    blocks.append(question)
+    return AssembledPrompt("\n\n".join(blocks), tuple(a.name for a in whole), tuple(a.name for a in searched),
+                           tuple(citations))
+
+
+def _excerpt(citation: Citation) -> str:
+    return f"[{citation.number}] {citation.label}\n{citation.text.strip()}"
+
+
+def _citations(question: str, searched: Sequence[Attachment], left: int, count_tokens: CountTokens,
+               search: Search, max_chunks: int) -> list[Citation]:
+    pages = {attachment.doc_id: attachment.pages for attachment in searched}
+    citations: list[Citation] = []
+    for hit in search(question, list(pages), max_chunks):
+        citation = Citation(len(citations) + 1, hit.document, hit.page, pages.get(hit.doc_id, 0), hit.chunk_id, hit.text)
+        cost = count_tokens(_excerpt(citation)) + 2
+        if cost > left:
+            break  # the best ones first: a lower-ranked chunk never pushes out a better one
+        citations.append(citation)
+        left -= cost
+    return citations
