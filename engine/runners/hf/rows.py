@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-import numpy as np
 import torch
 from llguidance import LLTokenizer
 

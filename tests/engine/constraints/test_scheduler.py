@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from engine.protocol import Constraint, Logprobs, SamplingParams, Token, TurnFinished, TurnStarted
+from engine.protocol import Constraint, Logprobs, SamplingParams, Token, TurnStarted
 from engine.scheduler import Scheduler
 from engine.sequence import Sequence
 from tests.engine.fake_runner import FakeRunner, encode

