@@ -89,8 +89,9 @@ def test_greedy_answers_agree_with_and_without_drafts_or_part_only_at_a_near_tie
         assert int(np.argmax(logits)) == _choice(runner, plain, first, logits), f"{text!r}: the plain run is greedy"
         assert 0.0 <= gap <= NEAR_TIE, f"{text!r}: parted at token {first}, logit gap {gap:.3f}"
         parted.append((text[:30], first, round(gap, 3)))
-    if runner.info.attention.startswith("flash attention on"):
-        assert len(parted) <= 2, f"answers parted more often than near-ties explain: {parted}"
+    # flash attention on rounds a draft's batch as one token: a parting there is rare; off, any may part
+    allowed = 2 if runner.info.attention.startswith("flash attention on") else len(PROMPTS)
+    assert len(parted) <= allowed, f"answers parted more often than near-ties explain: {parted}"
     assert accepted >= 80, "the copying prompts had most of their answers drafted"
 
 
