@@ -225,7 +225,7 @@ def test_the_estimate_has_llama_cpps_own_buffer_sizes(default_model: str) -> Non
         logged, info = _buffers(llama_log().since(mark)), runner.info
     finally:
         runner.close()
-    result = estimate(describe(default_model), config)
+    result = estimate_here(describe(default_model), config, has_gpu=False)
     kv_at = [index for index, (kind, _) in enumerate(logged) if kind == "kv"]
     assert len(kv_at) == 2, logged  # the generating context, then the prompt copy's
     generating, copy = logged[: kv_at[0] + 1], logged[kv_at[0] + 1 : kv_at[1] + 1]
