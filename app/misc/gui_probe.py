@@ -127,7 +127,9 @@ def run(tabs: int, tokens: int, rate: float, messages: int, switch_ms: int = SWI
     while bridge.model_config is None:  # the window asks for its model once it is on screen
         application.processEvents()
     bridge.finish_loading(model_info(name="Scripted model"))
-    chat_tabs = [window.current_tab()] + [window.new_chat() for _ in range(tabs - 1)]
+    first = window.current_tab()
+    assert first is not None  # a new window opens with one tab
+    chat_tabs = [first] + [window.new_chat() for _ in range(tabs - 1)]
     for index, tab in enumerate(chat_tabs):
         tab.set_model_ready(True)
         tab.input.setPlainText(f"Show me how to count words, example {index}.")

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QCloseEvent, QShowEvent
-from PySide6.QtWidgets import QMainWindow, QMessageBox, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QBoxLayout, QMainWindow, QMessageBox, QVBoxLayout, QWidget
 
 from app.bridge import ChatMessage, EngineBridge, EngineStats, ModelConfig, ModelInfo, SamplingParams, TurnFinished, TurnStats
 from app.chat.markdown_view import warm_up
@@ -87,7 +87,7 @@ class MainWindow(QMainWindow):
         self._connect_bridge()
         self.history_ui = HistoryUI(self, parent=self)  # saves every chat; restores the open tabs when read
         self._connect_history()  # after the bridge: the tabs hear engine events first
-        self.sidebar = SidebarControl(self.history_ui, self.settings, self.centralWidget().layout(), self.tabs, self)
+        self.sidebar = SidebarControl(self.history_ui, self.settings, self._central_layout(), self.tabs, self)
         self.chat_opened.connect(self.sidebar.attach)
         self.chat_closed.connect(lambda _chat_id: self.sidebar.sidebar.refresh_soon())
         self.view_commands = ViewCommands(self, self)  # the View menu's, and the font size
@@ -131,6 +131,13 @@ class MainWindow(QMainWindow):
         bridge.turn_finished.connect(history.on_turn_finished)
 
     # ------------------------------------------------------------ tabs (the history's TabHost too)
+
+    def _central_layout(self) -> QBoxLayout:
+        """The box the tabs sit in (built by _build); the sidebar goes beside them."""
+        central = self.centralWidget()
+        layout = central.layout() if central is not None else None
+        assert isinstance(layout, QBoxLayout)
+        return layout
 
     def chat_tabs(self) -> list[ChatTab]:
         return [self.tabs.widget(i) for i in range(self.tabs.count())]  # type: ignore[misc]

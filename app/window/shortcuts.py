@@ -4,7 +4,7 @@ keys that live outside the menus (sending, tabs, the sidebar's list, code blocks
 from __future__ import annotations
 
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import QDialog, QDialogButtonBox, QHeaderView, QMenuBar, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QDialog, QDialogButtonBox, QHeaderView, QMenu, QMenuBar, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget
 
 OTHER_KEYS: tuple[tuple[str, str, str], ...] = (
     ("Message", "Send", "Enter"),
@@ -26,7 +26,7 @@ def menu_shortcuts(menu_bar: QMenuBar) -> list[tuple[str, str, str]]:
     rows = []
     for menu_action in menu_bar.actions():
         menu = menu_action.menu()
-        if menu is None:
+        if not isinstance(menu, QMenu):
             continue
         for action in menu.actions():
             if isinstance(action, QAction) and not action.isSeparator() and action.text():
