@@ -80,7 +80,7 @@ class SamplingParams:
     stop: tuple[str, ...] = ()
     ignore_eos: bool = False  # the benchmark wants every request to run to max_new_tokens
     # Prompt-lookup drafts (engine/speculative.py): the same answer, sooner where it repeats its context.
-    speculative: Speculative = "auto"  # measured: edits sooner, chat as fast (README, Speculative decoding)
+    speculative: Speculative = "auto"  # measured: edits sooner, chat as fast (docs/benchmarks.md)
     constraint: Constraint | None = None  # the whole answer must match it (engine/constraints)
     logprobs: int | None = None  # None: none; 0: the chosen token's; N (<= 20): and the N likeliest
     reasoning_budget: int | None = None  # thinking tokens before the engine closes the thinking itself

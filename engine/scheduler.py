@@ -225,7 +225,7 @@ class Scheduler:
         first, none more than an equal part."""
         ratio = self.step_cost.ratio(len(sequences))
         # Beside other chats on llama.cpp a guess made only to learn the odds costs a pass of its own:
-        # four tabs of open-ended chat ran at 0.95x with such probes (README); a chat probes alone.
+        # four tabs of open-ended chat ran at 0.95x with such probes (docs/benchmarks.md); a chat probes alone.
         probe = not (self.runner.splits_uneven_steps and len(sequences) > 1)
         for sequence in sequences:
             sequence.look_up_draft(self._draft_room(sequence))

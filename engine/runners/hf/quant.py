@@ -70,7 +70,7 @@ def choose_attention(device: torch.device, dtype: torch.dtype, setting: str = "a
 
     "auto" takes flash-attn 2 where it can run (a CUDA GPU, half precision, the package), SDPA
     elsewhere: on the CPU SDPA read a 1,898-token prompt at 321 tok/s against eager's 229 and
-    generated after it at 10.2 against 7.6 tok/s (2-core Intel Xeon, fp32, one thread; README).
+    generated after it at 10.2 against 7.6 tok/s (2-core Intel Xeon, fp32, one thread; docs/benchmarks.md).
     """
     usable = flash_attn_usable(device, dtype)
     if setting == "on" and not usable:
