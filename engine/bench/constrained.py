@@ -10,12 +10,10 @@ the share of constrained answers that ended by themselves and validate against t
 from __future__ import annotations
 
 import json
-import time
-from dataclasses import replace
 from typing import Any
 
-from engine.bench.harness import Bench, Turn
-from engine.protocol import ChatMessage, CloseChat, Constraint, SamplingParams, Submit
+from engine.bench.harness import Bench, Turn, decode_timed
+from engine.protocol import ChatMessage, Constraint, SamplingParams, Submit
 
 PERSON = {"type": "object", "additionalProperties": False, "required": ["name", "age", "city", "hobbies"],
           "properties": {"name": {"type": "string", "maxLength": 24}, "age": {"type": "integer", "minimum": 0,
@@ -31,18 +29,6 @@ def _request(chat_id: str, tab: int, max_tokens: int, constrained: bool) -> Subm
     params = SamplingParams(temperature=0, repeat_penalty=1.0, max_new_tokens=max_tokens, ignore_eos=not constrained,
                             constraint=Constraint("json_schema", json.dumps(SCHEMA)) if constrained else None)
     return Submit(chat_id, (ChatMessage("user", f"{QUESTION} (Tab {tab}.)"),), params)
-
-
-def _decode(bench: Bench, requests: list[Submit]) -> tuple[float, list[Turn]]:
-    """Prompts into the cache with one-token turns, then the timed turns: seconds, turns. The one-token
-    turns carry the constraint too: the model's vocabulary is read for the masks once, on first use."""
-    bench.serve([replace(r, sampling=replace(r.sampling, max_new_tokens=1)) for r in requests])
-    started = time.perf_counter()
-    turns = bench.serve(requests)
-    elapsed = time.perf_counter() - started
-    for request in requests:
-        bench.loop.send(CloseChat(request.chat_id))
-    return elapsed, turns
 
 
 def _valid(turn: Turn) -> bool:
@@ -62,7 +48,7 @@ def run_constrained(bench: Bench, backend: str, tabs: int, max_tokens: int) -> d
     for constrained in (False, True):
         mode = "schema" if constrained else "free"
         requests = [_request(f"constrained-{mode}-{tabs}-{i}", i, max_tokens, constrained) for i in range(tabs)]
-        elapsed, turns = _decode(bench, requests)
+        elapsed, turns = decode_timed(bench, requests)
         generated = sum(t.finished.stats.generated_tokens for t in turns if t.finished)
         result[f"{mode}_tok_s"] = generated / elapsed
         result[f"{mode}_tokens"] = generated

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import queue
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Sequence
 
 from engine.loop import EngineLoop
 from engine.protocol import (
-    EngineError, Event, LoadModel, ModelConfig, ModelInfo, ModelLoaded, ModelLoadFailed, Submit, Token, TurnFinished, TurnStarted,
+    CloseChat, EngineError, Event, LoadModel, ModelConfig, ModelInfo, ModelLoaded, ModelLoadFailed, Submit, Token, TurnFinished, TurnStarted,
 )
 
 WAIT_S = 900.0  # longest wait for one event: a slow machine, never a hang
@@ -80,3 +80,15 @@ class Bench:
                     raise BenchError(f"Chat {event.chat_id} ended with {event.reason}: {event.message}")
                 turn.finished = event
         return list(turns.values())
+
+
+def decode_timed(bench: Bench, requests: list[Submit]) -> tuple[float, list[Turn]]:
+    """Prompts into the cache with one-token turns, then the timed turns: seconds, turns. (A constrained
+    request's one-token turn reads the vocabulary for its masks too, so that is not timed either.)"""
+    bench.serve([replace(r, sampling=replace(r.sampling, max_new_tokens=1)) for r in requests])
+    started = time.perf_counter()
+    turns = bench.serve(requests)
+    elapsed = time.perf_counter() - started
+    for request in requests:
+        bench.loop.send(CloseChat(request.chat_id))
+    return elapsed, turns

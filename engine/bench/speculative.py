@@ -11,13 +11,12 @@ its prompt but the last token.
 
 from __future__ import annotations
 
-import time
 from dataclasses import replace
 from typing import Any
 
-from engine.bench.harness import Bench, Turn
+from engine.bench.harness import Bench, decode_timed
 from engine.bench.workloads import story_request
-from engine.protocol import ChatMessage, CloseChat, SamplingParams, Submit
+from engine.protocol import ChatMessage, SamplingParams, Submit
 
 WORKLOADS = ("chat", "edit")
 EDIT_PASSAGE = """\
@@ -61,17 +60,6 @@ def _request(workload: str, chat_id: str, tab: int, max_tokens: int) -> Submit:
     return edit_request(chat_id, tab, max_tokens) if workload == "edit" else story_request(chat_id, tab, max_tokens)
 
 
-def _decode(bench: Bench, requests: list[Submit]) -> tuple[float, list[Turn]]:
-    """Prompts into the cache with one-token turns, then the timed turns: seconds, turns."""
-    bench.serve([replace(r, sampling=replace(r.sampling, max_new_tokens=1)) for r in requests])
-    started = time.perf_counter()
-    turns = bench.serve(requests)
-    elapsed = time.perf_counter() - started
-    for request in requests:
-        bench.loop.send(CloseChat(request.chat_id))
-    return elapsed, turns
-
-
 def run_speculative(bench: Bench, workload: str, tabs: int, max_tokens: int, on_first: bool = False) -> dict[str, Any]:
     """Aggregate decode tokens/s with drafts off and on, and the share of drafted tokens accepted.
 
@@ -81,7 +69,7 @@ def run_speculative(bench: Bench, workload: str, tabs: int, max_tokens: int, on_
     for mode in (("auto", "off") if on_first else ("off", "auto")):
         requests = [_request(workload, f"spec-{mode}-{tabs}-{i}", i, max_tokens) for i in range(tabs)]
         requests = [replace(r, sampling=replace(r.sampling, speculative=mode)) for r in requests]
-        elapsed, turns = _decode(bench, requests)
+        elapsed, turns = decode_timed(bench, requests)
         stats = [t.finished.stats for t in turns if t.finished]
         result["on_tok_s" if mode == "auto" else "off_tok_s"] = sum(s.generated_tokens for s in stats) / elapsed
         if mode == "auto":

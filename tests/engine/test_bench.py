@@ -192,7 +192,7 @@ def test_repeats_alternate_which_half_of_the_speculative_case_runs_first(monkeyp
         stats = SimpleNamespace(generated_tokens=10, drafted_tokens=4, accepted_tokens=2)
         return 1.0, [SimpleNamespace(finished=SimpleNamespace(stats=stats)) for _ in requests]
 
-    monkeypatch.setattr(speculative, "_decode", timed)
+    monkeypatch.setattr(speculative, "decode_timed", timed)
     first = speculative.run_speculative(None, "chat", 2, 8)  # type: ignore[arg-type]
     second = speculative.run_speculative(None, "chat", 2, 8, on_first=True)  # type: ignore[arg-type]
     assert order == ["off", "auto", "auto", "off"]
