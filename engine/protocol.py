@@ -159,7 +159,35 @@ class ModelInfo:
 
 @dataclass(frozen=True)
 class LoadModel:
+    """Load a model beside those already loaded (several models at once), or reload one.
+
+    A model is known by its path (ModelConfig.path as given, the key of Submit.model, ModelLoaded.info.path).
+    Loading a path that is loaded already replaces that model (its turns end: "the model was changed");
+    other models stay. Room is made inside the memory budget by unloading the least recently used idle
+    model that is not pinned; a load that cannot fit is refused (ModelLoadFailed) with the figures.
+    `keep_alive_s`: how long the model stays loaded once idle; None takes the engine's default
+    (EngineOptions), a negative value pins it (never unloaded for idleness or room), 0 unloads it as soon
+    as its next turn ends.
+    """
+
     config: ModelConfig
+    keep_alive_s: float | None = None
+
+
+@dataclass(frozen=True)
+class UnloadModel:
+    """Unload a model now (its turns end with a message); ModelUnloaded answers."""
+
+    path: str
+
+
+@dataclass(frozen=True)
+class EngineOptions:
+    """How the engine keeps several models: the memory they may use together and how long idle ones stay."""
+
+    budget_bytes: int = 0  # 0: no budget (every load is tried)
+    default_keep_alive_s: float = 15 * 60.0  # negative: forever
+    max_loaded: int = 0  # 0: no cap on how many stay loaded (hearth-serve --max-loaded)
 
 
 @dataclass(frozen=True)
@@ -181,6 +209,11 @@ class Submit:
     # Extra variables for the chat template, as (name, JSON text) pairs: ("enable_thinking", "false"),
     # ("reasoning_effort", '"low"'), the API's chat_template_kwargs.
     template_options: tuple[tuple[str, str], ...] = ()
+    # Which loaded model answers: its path (or its name, as /v1/models lists it); empty: the model loaded
+    # last. A model that is not loaded ends the turn with an error that says so.
+    model: str = ""
+    # This request's keep-alive for that model (the API's keep_alive / ttl), as LoadModel.keep_alive_s.
+    keep_alive_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -191,6 +224,7 @@ class Embed:
 
     chat_id: str
     texts: tuple[str, ...]
+    model: str = ""  # as Submit.model
 
 
 @dataclass(frozen=True)
@@ -210,7 +244,7 @@ class Shutdown:
     pass
 
 
-Command = Union[LoadModel, Submit, Embed, Cancel, CloseChat, Shutdown]
+Command = Union[LoadModel, UnloadModel, EngineOptions, Submit, Embed, Cancel, CloseChat, Shutdown]
 
 # ---------------------------------------------------------------- events
 
@@ -225,6 +259,16 @@ class ModelLoading:
 @dataclass(frozen=True)
 class ModelLoaded:
     info: ModelInfo
+
+
+@dataclass(frozen=True)
+class ModelUnloaded:
+    """A model left memory: "idle" (its keep-alive ran out), "room" (another load needed the memory),
+    "request" (UnloadModel, keep_alive 0), "replaced" (loaded again with other settings)."""
+
+    path: str
+    reason: Literal["idle", "room", "request", "replaced"]
+    message: str = ""  # for a person, e.g. "Unloaded SmolLM2 (idle for 15 min) to free 1.2 GiB"
 
 
 @dataclass(frozen=True)
@@ -349,7 +393,27 @@ class ChatError:
 
 
 @dataclass(frozen=True)
+class ModelStats:
+    """One loaded model in EngineStats: what the gauge shows per model."""
+
+    path: str
+    name: str
+    tokens_per_second: float
+    slots_busy: int
+    slots_total: int
+    model_bytes: int
+    kv_cache_bytes: int
+    prompt_copy_bytes: int = 0
+    chats: tuple[str, ...] = ()  # the chats it is serving now
+    pinned: bool = False
+    idle_s: float = 0.0  # since its last turn ended (0 while it serves one)
+    loading: float | None = None  # 0..1 while it is being loaded, else None
+
+
+@dataclass(frozen=True)
 class EngineStats:
+    """Totals over every loaded model (the first fields) and each model's own figures (`models`)."""
+
     tokens_per_second: float  # all chats, over the last few seconds
     chat_tokens_per_second: tuple[tuple[str, float], ...]
     slots_busy: int
@@ -360,6 +424,8 @@ class EngineStats:
     latency_ms: float = 0.0  # remote: the server's last time to answer a request (headers), measured here
     drafted_tokens: int = 0  # over the same last few seconds as the speeds
     accepted_tokens: int = 0
+    models: tuple[ModelStats, ...] = ()  # every loaded model, the one loaded last first
+    budget_bytes: int = 0  # EngineOptions.budget_bytes in effect (0: none)
 
     @property
     def acceptance(self) -> float | None:
@@ -378,6 +444,7 @@ Event = Union[
     ModelLoading,
     ModelLoaded,
     ModelLoadFailed,
+    ModelUnloaded,
     TurnQueued,
     TurnStarted,
     Token,
