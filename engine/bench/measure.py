@@ -6,7 +6,7 @@ import argparse
 from statistics import median
 from typing import Any
 
-from engine.bench.constrained import run_constrained
+from engine.bench.constrained import run_constrained, schema_lengths
 from engine.bench.harness import Bench
 from engine.bench.report import best, memory_figures
 from engine.bench.speculative import run_speculative
@@ -23,9 +23,9 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     result: dict[str, Any] = _header(info, args, threads)
     if args.constrained:
         cases = [[sample["constrained"][i] for sample in samples] for i in range(len(args.tabs))]
-        # the best speeds of the repeats, the worst validity
-        result["constrained"] = [{**best(runs), "valid_fraction": min(r["valid_fraction"] for r in runs)}
-                                 for runs in cases]
+        # the best speeds of the repeats, the worst validity, and each repeat's schema/free pair
+        result["constrained"] = [{**best(runs), "valid_fraction": min(r["valid_fraction"] for r in runs),
+                                  **_pairs(runs, "schema_tok_s", "free_tok_s", "schema_free")} for runs in cases]
         return result
     result.update({
         "speculative": [_speculative([sample["speculative"][i] for sample in samples]) for i in range(len(args.tabs))],
@@ -57,11 +57,13 @@ Sample = dict[str, Any]  # one repeat's figures: runs, queue, kv_reuse, speculat
 def _speculative(cases: list[dict[str, Any]]) -> dict[str, Any]:
     """Best off and best on, and each repeat's on/off pair (measured seconds apart): on this shared
     VM the best-of figures of one code came out 1.01x to 1.59x, so the median pair is the steadier."""
-    merged = best(cases)
-    pairs = sorted(case["on_tok_s"] / case["off_tok_s"] for case in cases if case["off_tok_s"])
-    merged["on_off_pairs"] = pairs
-    merged["on_off_median"] = median(pairs) if pairs else 0.0
-    return merged
+    return {**best(cases), **_pairs(cases, "on_tok_s", "off_tok_s", "on_off")}
+
+
+def _pairs(cases: list[dict[str, Any]], top: str, bottom: str, name: str) -> dict[str, Any]:
+    """Each repeat's top/bottom ratio, sorted, and their median, under `name`_pairs and `name`_median."""
+    pairs = sorted(case[top] / case[bottom] for case in cases if case[bottom])
+    return {f"{name}_pairs": pairs, f"{name}_median": median(pairs) if pairs else 0.0}
 
 
 def _run_cases(config: ModelConfig, args: argparse.Namespace) -> tuple[ModelInfo, int, list[Sample]]:
@@ -77,15 +79,18 @@ def _run_cases(config: ModelConfig, args: argparse.Namespace) -> tuple[ModelInfo
         bench.serve([story_request("warm-up", 0, 4)])  # first graph allocations, weights paged in
         bench.loop.send(CloseChat("warm-up"))
         measured = process.memory_info().rss - before
-        samples = [_run_once(bench, info, args, repeat) for repeat in range(args.repeat)]
+        lengths = [schema_lengths(bench, tabs, args.max_tokens) for tabs in args.tabs] if args.constrained else []
+        samples = [_run_once(bench, info, args, repeat, lengths) for repeat in range(args.repeat)]
     finally:
         bench.loop.shutdown()
     return info, measured, samples
 
 
-def _run_once(bench: Bench, info: ModelInfo, args: argparse.Namespace, repeat: int) -> Sample:
+def _run_once(bench: Bench, info: ModelInfo, args: argparse.Namespace, repeat: int, lengths: list[list[int]]
+              ) -> Sample:
     if args.constrained:
-        return {"constrained": [run_constrained(bench, info.backend, tabs, args.max_tokens) for tabs in args.tabs]}
+        return {"constrained": [run_constrained(bench, info.backend, tabs, args.max_tokens, tab_lengths, repeat % 2 == 1)
+                                for tabs, tab_lengths in zip(args.tabs, lengths)]}
     sample: Sample = {"speculative": [run_speculative(bench, args.workload, tabs, args.max_tokens, repeat % 2 == 1)
                                       for tabs in args.tabs]}
     if not args.speculative_only:

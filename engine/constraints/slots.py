@@ -11,13 +11,18 @@ never be sampled and is rejected like any other mismatch.
 
 from __future__ import annotations
 
+import os
 import threading
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
 import numpy as np
 from llguidance import LLExecutor, LLMatcher, LLTokenizer
-from llguidance.numpy import fill_next_token_bitmask_par, fill_next_token_bitmask_par_with_draft_tokens
+from llguidance.numpy import (
+    fill_next_token_bitmask,
+    fill_next_token_bitmask_par,
+    fill_next_token_bitmask_par_with_draft_tokens,
+)
 
 from engine.constraints.grammar import ConstraintError, grammar_for
 from engine.protocol import Constraint
@@ -90,8 +95,12 @@ class SlotConstraints:
 
     # ------------------------------------------------------------ a step's masks
 
-    def start_masks(self, wanted: Sequence[tuple[int, Sequence[int]]]) -> None:
-        """Begin the masks of these (slot, draft) pairs, constrained or not (the free ones are skipped)."""
+    def start_masks(self, wanted: Sequence[tuple[int, Sequence[int]]], concurrent: bool = True) -> None:
+        """Begin the masks of these (slot, draft) pairs, constrained or not (the free ones are skipped).
+
+        `concurrent` False fills them here and now, before the forward pass: where the pass keeps every
+        core busy, a mask thread beside it stalls all of the pass's threads at their next barrier
+        (measured on 2 cores, 4 constrained tabs: 0.77-0.82x free concurrently, 0.94-0.96x first)."""
         self.wait_masks()
         self._rows = {}
         jobs: list[tuple[LLMatcher, int, list[int]]] = []
@@ -111,8 +120,14 @@ class SlotConstraints:
         # turn at its end), and an empty row would leave a sampler nothing to draw from.
         self._masks[:first] = -1
         self._failure = None
+        if not concurrent and not any(draft for _, _, draft in jobs):
+            for matcher, row, _ in jobs:  # here, one after another: no thread pool to wake beside the pass
+                fill_next_token_bitmask(matcher, self._masks, row)
+            return
         self._thread = threading.Thread(target=self._fill, args=(jobs,), name="constraint-masks", daemon=True)
         self._thread.start()
+        if not concurrent:
+            self.wait_masks()
 
     def _fill(self, jobs: list[tuple[LLMatcher, int, list[int]]]) -> None:
         try:
@@ -142,6 +157,11 @@ class SlotConstraints:
             return None
         words = self._masks[rows.first + offset]
         return np.unpackbits(words.view(np.uint8), bitorder="little")[: self.n_vocab].astype(bool)
+
+
+def spare_core(threads: int) -> bool:
+    """Whether a forward pass on `threads` CPU threads leaves a core for the masks to fill beside it."""
+    return threads < (os.cpu_count() or 1)
 
 
 def _words(n_vocab: int) -> int:

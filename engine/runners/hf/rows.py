@@ -13,7 +13,7 @@ from typing import Any, Sequence
 import torch
 from llguidance import LLTokenizer
 
-from engine.constraints.slots import SlotConstraints
+from engine.constraints.slots import SlotConstraints, spare_core
 from engine.protocol import SamplingParams, TokenLogprob
 from engine.runners.base import SlotWork
 from engine.runners.logprobs import RowStats, entry, row_stats
@@ -37,10 +37,11 @@ class SampledRows:
         else:
             self._logprobs[slot] = params.logprobs
 
-    def start(self, work: Sequence[SlotWork]) -> None:
-        """Before the forward pass: this step's masks begin to fill."""
+    def start(self, work: Sequence[SlotWork], on_cpu: bool) -> None:
+        """Before the forward pass: this step's masks begin to fill (beside it where a core is spare)."""
         self.entries, self._stats = {}, {}
-        self.constraints.start_masks([(item.slot, item.draft) for item in work if item.sample])
+        self.constraints.start_masks([(item.slot, item.draft) for item in work if item.sample],
+                                     concurrent=not on_cpu or spare_core(torch.get_num_threads()))
 
     def prepare(self, logits: torch.Tensor, sampling: Sequence[SlotWork]) -> None:
         """Every sampled row of the step: its statistics where asked, then its mask."""

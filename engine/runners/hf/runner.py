@@ -239,7 +239,7 @@ class HfRunner:
         if not work:
             return {}
         self._validate(work)
-        self._rows.start(work)  # the constraints' masks fill while the model runs (torch drops the GIL)
+        self._rows.start(work, on_cpu=self.device.type == "cpu")  # the masks fill (torch drops the GIL)
         try:
             with torch.inference_mode():
                 logits, _ = self._step_logits(work)

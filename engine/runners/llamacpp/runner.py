@@ -17,6 +17,7 @@ import llama_cpp
 import numpy as np
 
 from engine.chat_template import end_markers, render_chat
+from engine.constraints.slots import spare_core
 from engine.detokenizer import ByteDetokenizer
 from engine.parsing.detect import detect_format
 from engine.protocol import ChatMessage, Constraint, ModelConfig, ModelInfo, SamplingParams, TokenLogprob, ToolSpec
@@ -252,7 +253,8 @@ class LlamaCppRunner:
         reads_prompt = any(len(item.tokens) > 1 for item in plan)
         self._use_threads(self._threads[1] if reads_prompt else self._generation_threads.pick())
         self._rows.entries = {}
-        self._rows.constraints.start_masks([(item.slot, item.draft) for item, _ in outputs])
+        self._rows.constraints.start_masks([(item.slot, item.draft) for item, _ in outputs],
+                                           concurrent=self.info.gpu_offload or spare_core(self._step_threads))
         try:
             result = llama_cpp.llama_decode(self._context, self._batch)  # drops the GIL: the masks fill meanwhile
         finally:
