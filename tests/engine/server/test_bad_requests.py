@@ -240,5 +240,6 @@ def test_the_404_lists_the_routes_the_app_has_whoever_added_them() -> None:
 def test_the_model_list_names_the_model_and_what_it_can_do_only() -> None:
     from engine.server.responses import model_list
 
-    assert model_list("SmolLM2", 7, ("tools",)) == {"object": "list", "data": [
-        {"id": "SmolLM2", "object": "model", "created": 7, "owned_by": "hearth", "capabilities": ["tool_use"]}]}
+    assert model_list([("SmolLM2", ("tools",), True)], 7) == {"object": "list", "data": [
+        {"id": "SmolLM2", "object": "model", "created": 7, "owned_by": "hearth", "capabilities": ["tool_use"],
+         "loaded": True}]}
