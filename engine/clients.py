@@ -34,6 +34,7 @@ from engine.protocol import (
     ModelLoaded,
     ModelLoadFailed,
     ModelLoading,
+    ModelUnloaded,
     Submit,
     TurnFinished,
     TurnStats,
@@ -84,8 +85,8 @@ class EngineHost:
         self._turns: dict[str, int] = {}  # chat -> turns submitted and not yet finished
         self._closing: set[str] = set()  # closed chats whose last turn has yet to report its end
         self._taps: list[Tap] = []
-        self.model_info: ModelInfo | None = None  # the model answering now, as the engine said
-        self.loading = False
+        self.models: dict[str, ModelInfo] = {}  # path -> the loaded models as the engine said, in load order
+        self.loading_paths: set[str] = set()  # models being loaded
 
     # ------------------------------------------------------------ the loop's life (its owner only)
 
@@ -96,7 +97,8 @@ class EngineHost:
                 return
             self._loop = EngineLoop(self._emit, stats_interval_s=self._stats_interval_s)
             self._forget_turns()  # a fresh engine knows no turns
-            self.model_info, self.loading = None, False
+            self.models.clear()
+            self.loading_paths.clear()
         self._loop.start()
 
     def shutdown(self, timeout: float = 10.0) -> None:
@@ -125,6 +127,20 @@ class EngineHost:
     def cancel_load(self) -> None:
         if self._loop is not None:
             self._loop.cancel_load()
+
+    @property
+    def model_info(self) -> ModelInfo | None:
+        """The model loaded last: the one that answers a Submit naming none."""
+        with self._lock:
+            return next(reversed(self.models.values()), None)
+
+    @property
+    def loading(self) -> bool:
+        return bool(self.loading_paths)
+
+    def loaded(self, path: str) -> ModelInfo | None:
+        with self._lock:
+            return self.models.get(path)
 
     @property
     def running(self) -> bool:
@@ -239,16 +255,21 @@ class EngineHost:
         self._closing.clear()
 
     def _track_model(self, event: Event) -> None:
-        """What a client attaching later needs to know: which model answers, whether one is loading."""
+        """What a client attaching later needs to know: which models answer, which are being loaded."""
         if isinstance(event, ModelLoading):
-            self.loading = True
+            self.loading_paths.add(event.path)
         elif isinstance(event, ModelLoaded):
-            self.model_info, self.loading = event.info, False
+            self.models.pop(event.info.path, None)
+            self.models[event.info.path] = event.info
+            self.loading_paths.discard(event.info.path)
         elif isinstance(event, ModelLoadFailed):
-            self.loading = False
+            self.loading_paths.discard(event.path)
             if not event.previous_kept:
-                self.model_info = None
+                self.models.clear()
+        elif isinstance(event, ModelUnloaded):
+            self.models.pop(event.path, None)
         elif isinstance(event, EngineError):
-            self.model_info, self.loading = None, False
+            self.models.clear()
+            self.loading_paths.clear()
             self._forget_turns()
 

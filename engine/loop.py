@@ -1,10 +1,13 @@
 """The engine thread: a plain loop that drains its inbox, steps, and emits.
 
-It blocks on the inbox only when there is no work, so a Cancel lands between
-two steps. It reports through the one callable it was given and knows nothing
-of Qt. A local model is a runner with its scheduler; a remote one (backend
-"remote") is a RemoteEngine in their place, which takes the same commands and
-whose step hands on what its streams delivered.
+It blocks on the inbox only when there is no work (or until the next keep-alive
+runs out), so a Cancel lands between two steps. It reports through the one
+callable it was given and knows nothing of Qt. Several models may be loaded
+(engine/models.py): each is a runner with its own scheduler, or a RemoteEngine
+in their place (backend "remote"); a Submit names its model, and the models
+with work step in turn, one step each. Loads run on a thread of their own
+(engine/loading.py) and report through the inbox, so the other models keep
+stepping while one loads.
 """
 
 from __future__ import annotations
@@ -14,60 +17,61 @@ import queue
 import threading
 import time
 import traceback
-from collections import deque
 from dataclasses import replace
-from typing import Callable, get_args
+from typing import Callable, Literal, Union, get_args
 
+from engine.catalog.model_files import known_name
+from engine.engine_stats import StatsKeeper
+from engine.loading import BackendLoader, LoadDone, Loader, LoadJob, LoadProgress
+from engine.models import Clock, LoadedModel, ModelPool
 from engine.parsing.prompt import plain_turn, prepare_turn
 from engine.paths import user_path
 from engine.protocol import (
-    Cancel,
-    ChatError,
-    CloseChat,
-    Command,
-    Embed,
-    Embedded,
-    EngineError,
-    EngineStats,
-    Event,
-    LoadModel,
-    ModelConfig,
-    ModelInfo,
-    ModelLoaded,
-    ModelLoadFailed,
-    ModelLoading,
-    Shutdown,
-    Submit,
-    TurnFinished,
-    TurnQueued,
-    TurnStats,
+    Cancel, ChatError, CloseChat, Command, Embed, Embedded, EngineError, EngineOptions, Event, LoadModel, ModelInfo,
+    ModelLoaded, ModelLoadFailed, ModelLoading, ModelUnloaded, Shutdown, Submit, TurnFinished, TurnQueued, TurnStats,
+    UnloadModel,
 )
-from engine.remote.engine import RemoteEngine, RemoteUnavailable
-from engine.runners.base import LoadCancelled, Runner, RunnerError
+from engine.remote.engine import RemoteEngine
+from engine.remote.errors import base_url
+from engine.runners.base import RunnerError
 from engine.scheduler import Scheduler
+from engine.units import format_bytes
 
 log = logging.getLogger(__name__)
 Emit = Callable[[Event], None]
-SPEED_WINDOW_S = 3.0
+LONGEST_IDLE_WAIT_S = 60.0  # an idle loop looks at the keep-alives at least this often
+UnloadReason = Literal["idle", "room", "request", "replaced"]
+NO_MODEL = "No model is loaded yet. Wait for loading to finish or pick a model in Settings."
+
+
+class _Wake:
+    """Look at the keep-alives now (check_keep_alive): tests move a fake clock."""
+
+
+Inbox = Union[Command, LoadProgress, LoadDone, _Wake]
 
 
 class EngineLoop:
-    def __init__(self, emit: Emit, stats_interval_s: float = 0.5) -> None:
+    def __init__(self, emit: Emit, stats_interval_s: float = 0.5, clock: Clock = time.monotonic,
+                 loader: Loader | None = None) -> None:
         self._emit = emit
         self._stats_interval_s = stats_interval_s
-        self._inbox: queue.Queue[Command] = queue.Queue()
-        self._cancel_load = threading.Event()
+        self._inbox: queue.Queue[Inbox] = queue.Queue()
         self._thread: threading.Thread | None = None
-        self._runner: Runner | None = None
-        self._scheduler: Scheduler | None = None
-        self._remote: RemoteEngine | None = None
+        self._loader = loader or BackendLoader()
+        self.pool = ModelPool(clock)
+        self._jobs: dict[str, LoadJob] = {}  # path -> its load under way
+        self._held: dict[str, list[Submit | Embed]] = {}  # path -> commands for it that wait for its load
+        self._stats = StatsKeeper(stats_interval_s)
         self._last_stats = 0.0
         self._was_busy = False
-        self._total_generated = 0
-        self._recent: deque[tuple[float, str]] = deque()
-        self._recent_drafts: deque[tuple[float, int, int]] = deque()  # (time, drafted, accepted)
-        self.model_info: ModelInfo | None = None
         self.steps = 0  # engine steps with work so far: "within one step" is checked against it
+
+    @property
+    def model_info(self) -> ModelInfo | None:
+        """The model loaded last: the one a Submit without a model goes to."""
+        last = self.pool.last()
+        return last.info if last is not None else None
 
     # ------------------------------------------------------------ any thread
 
@@ -83,10 +87,16 @@ class EngineLoop:
         self._inbox.put(command)
 
     def cancel_load(self) -> None:
-        self._cancel_load.set()
+        """Cancel every load under way (each ends with ModelLoadFailed)."""
+        for job in list(self._jobs.values()):
+            job.cancel.set()
+
+    def check_keep_alive(self) -> None:
+        """Look at the keep-alives now rather than when the loop would next wake (a test's fake clock moved)."""
+        self._inbox.put(_Wake())
 
     def shutdown(self, timeout: float = 10.0) -> None:
-        self._cancel_load.set()
+        self.cancel_load()
         self.send(Shutdown())
         if self._thread is not None:
             self._thread.join(timeout)
@@ -101,18 +111,22 @@ class EngineLoop:
         try:
             while self._handle_commands():
                 self._step()
+                self._unload_expired()
                 self._maybe_emit_stats()
         except Exception as error:  # the window offers a restart
             log.exception("engine thread failed")
             self._emit(EngineError(f"The engine stopped: {error}\n{traceback.format_exc(limit=3)}"))
         finally:
-            self._close_runner()
+            self._close_all()
 
     def _handle_commands(self) -> bool:
         """Apply every queued command; block only when idle. False on Shutdown."""
-        busy = self._busy()
         try:
-            command = self._inbox.get(block=not busy, timeout=None if not busy else 0)
+            if self.pool.has_work():
+                command = self._inbox.get_nowait()
+            else:
+                wait = self.pool.seconds_to_next_expiry()
+                command = self._inbox.get(timeout=None if wait is None else min(wait, LONGEST_IDLE_WAIT_S))
         except queue.Empty:
             return True
         while True:
@@ -124,130 +138,230 @@ class EngineLoop:
             except queue.Empty:
                 return True
 
-    def _busy(self) -> bool:
-        work = self._remote or self._scheduler
-        return work is not None and work.has_work()
-
-    def _apply(self, command: Command) -> None:
-        work = self._remote or self._scheduler  # without a model no turn runs, so there is none to end
-        if isinstance(command, LoadModel):
+    def _apply(self, command: Inbox) -> None:
+        if isinstance(command, LoadProgress):
+            self._emit(ModelLoading(command.path, command.fraction, command.message))
+        elif isinstance(command, LoadDone):
+            self._loaded(command)
+        elif isinstance(command, LoadModel):
             self._load(command)
+        elif isinstance(command, UnloadModel):
+            self._unload_asked(command.path)
+        elif isinstance(command, EngineOptions):
+            self.pool.options = command
         elif isinstance(command, Submit):
             self._submit(command)
         elif isinstance(command, Embed):
-            self._emit(self._embed(command))
-        elif isinstance(command, Cancel):
-            if work is not None:
-                self._emit_all(work.cancel(command.chat_id))
-        elif isinstance(command, CloseChat):
-            if work is not None:
-                self._emit_all(work.close(command.chat_id))
-        else:  # send() refuses these; only a put around it gets here, and that is the engine's bug
+            self._embed(command)
+        elif isinstance(command, (Cancel, CloseChat)):
+            self._drop_held(command.chat_id)
+            for model in list(self.pool.models):
+                work = model.work
+                self._emit_all(work.cancel(command.chat_id) if isinstance(command, Cancel) else work.close(command.chat_id))
+        elif not isinstance(command, _Wake):  # send() refuses these; only a put around it gets here: the engine's bug
             raise TypeError(f"the engine cannot apply {command!r}")
 
+    # ------------------------------------------------------------ turns
+
     def _submit(self, command: Submit) -> None:
-        if self._remote is not None:
-            self._emit_all(self._remote.submit(command))
+        model = self._model_for(command)
+        if model is None:
             return
-        if self._runner is None or self._scheduler is None:
-            self._refuse(command.chat_id, "No model is loaded yet. Wait for loading to finish or pick a model in Settings.")
+        for other in self.pool.models:  # a tab that changed its model: its turn on the other one ends
+            if other is not model:
+                self._emit_all(other.work.cancel(command.chat_id))
+        if command.keep_alive_s is not None:
+            model.keep_alive_s = command.keep_alive_s
+        self.pool.touch(model)
+        work = model.work
+        if isinstance(work, RemoteEngine):
+            self._emit_all(work.submit(command))
             return
+        runner = work.runner
         try:
             if command.prompt is not None:
-                text, setup = command.prompt, plain_turn(self._runner.output_format)
+                text, setup = command.prompt, plain_turn(runner.output_format)
             else:
-                text, setup = prepare_turn(self._runner.render_chat, self._runner.output_format, command)
-            prompt = self._runner.tokenize(text)
+                text, setup = prepare_turn(runner.render_chat, runner.output_format, command)
+            prompt = runner.tokenize(text)
         except Exception as error:  # a template from a model file can fail in many ways
             self._refuse(command.chat_id, f"Could not format this conversation for the model: {error}")
             return
-        self._emit_all(self._scheduler.submit(command.chat_id, prompt, command.sampling, setup))
-        if any(sequence.chat_id == command.chat_id for sequence in self._scheduler.waiting):
+        self._emit_all(work.submit(command.chat_id, prompt, command.sampling, setup))
+        if any(sequence.chat_id == command.chat_id for sequence in work.waiting):
             self._emit(TurnQueued(command.chat_id, len(prompt)))
 
-    def _embed(self, command: Embed) -> Embedded:
-        """Vectors from the loaded model, between two steps (they are short: one forward pass per text)."""
-        embed = getattr(self._runner, "embed", None)
-        if self._remote is not None or (self._runner is not None and embed is None):
-            return Embedded(command.chat_id, message="The model's backend does not make embeddings.")
+    def _model_for(self, command: Submit | Embed) -> LoadedModel | None:
+        """The loaded model the command names; None when it waits for its model's load or was refused."""
+        model = self.pool.find(command.model)
+        if model is not None:
+            return model
+        # nothing loaded yet: a turn sent after a LoadModel waits for it, as when loads were done in order
+        latest = list(self._jobs.values())[-1] if self._jobs and not self.pool.models else None
+        loading = self._job_named(command.model) if command.model else latest
+        if loading is not None:
+            self._held.setdefault(loading.path, []).append(command)
+            return None
+        if not command.model or not self.pool.models:
+            message = NO_MODEL
+        else:
+            message = (f"The model {command.model!r} is not loaded; loaded: "
+                       f"{', '.join(m.name for m in reversed(self.pool.models))}.")
+        if isinstance(command, Embed):
+            self._emit(Embedded(command.chat_id, message=message))
+        else:
+            self._refuse(command.chat_id, message)
+        return None
+
+    def _embed(self, command: Embed) -> None:
+        """Vectors from the named model, between two steps (they are short: one forward pass per text)."""
+        model = self._model_for(command)
+        if model is None:
+            return
+        self.pool.touch(model)
+        embed = getattr(model.runner, "embed", None)
         if embed is None:
-            return Embedded(command.chat_id, message="No model is loaded yet.")
+            self._emit(Embedded(command.chat_id, message="The model's backend does not make embeddings."))
+            return
         try:
             vectors, counts = embed(command.texts)
         except RunnerError as error:
-            return Embedded(command.chat_id, message=str(error))
-        return Embedded(command.chat_id, tuple(map(tuple, vectors)), tuple(counts))
+            self._emit(Embedded(command.chat_id, message=str(error)))
+            return
+        self._emit(Embedded(command.chat_id, tuple(map(tuple, vectors)), tuple(counts)))
 
     def _refuse(self, chat_id: str, message: str) -> None:
         self._emit(ChatError(chat_id, message))
         self._emit(TurnFinished(chat_id, "error", TurnStats(0, 0, 0, 0.0, 0.0, 0.0), "", message))
 
+    def _drop_held(self, chat_id: str) -> None:
+        for path, held in self._held.items():
+            for command in [c for c in held if c.chat_id == chat_id]:
+                held.remove(command)
+                if isinstance(command, Submit):
+                    self._emit(TurnFinished(chat_id, "cancelled", TurnStats(0, 0, 0, 0.0, 0.0, 0.0)))
+
+    def _release_held(self, path: str, failure: str = "") -> None:
+        """The commands that waited for `path`: applied now that it is loaded, or refused with why it is not."""
+        for command in self._held.pop(path, []):
+            if not failure:
+                self._apply(command)
+            elif isinstance(command, Embed):
+                self._emit(Embedded(command.chat_id, message=failure))
+            else:
+                self._refuse(command.chat_id, failure)
+
+    # ------------------------------------------------------------ loading and unloading
+
     def _load(self, command: LoadModel) -> None:
-        if command.config.backend == "remote":
-            self._connect(command.config)
+        config = command.config  # the path is the model's key from here on: the form its ModelLoaded gives
+        config = replace(config, path=base_url(config.path) if config.backend == "remote" else user_path(config.path))
+        path = config.path
+        running = self._jobs.get(path)
+        if running is not None and running.config == config:  # asked twice (two requests named it): one load
+            running.keep_alive_s = command.keep_alive_s if command.keep_alive_s is not None else running.keep_alive_s
             return
-        from engine.runners import load_runner  # backends import heavy libraries
-
-        config = replace(command.config, path=user_path(command.config.path))
-        self._cancel_load.clear()
-        had_model = self._runner is not None
-
-        def progress(fraction: float, message: str) -> None:
-            self._emit(ModelLoading(config.path, fraction, message))
-
-        progress(0.0, "Starting")
-        try:
-            runner = load_runner(config, progress, self._cancel_load.is_set)
-        except LoadCancelled:
-            self._emit(ModelLoadFailed(config.path, "Loading was cancelled.", had_model))
+        if running is not None:
+            running.cancel.set()  # superseded: what it loads is closed when it reports
+        need = self._loader.need_bytes(config)
+        name = path if config.backend == "remote" else known_name(path)
+        room = self.pool.room_for(path, name, need)
+        if room.refusal:
+            self._jobs.pop(path, None)
+            self.pool.loading.pop(path, None)
+            self._emit(ModelLoadFailed(path, room.refusal, previous_kept=bool(self.pool.models)))
+            self._release_held(path, room.refusal)
             return
-        except RunnerError as error:
-            self._emit(ModelLoadFailed(config.path, str(error), had_model))
-            return
-        except Exception as error:
-            log.exception("loading %s failed", config.path)
-            message = f"Could not load {config.path}: {error}"
-            self._emit(ModelLoadFailed(config.path, message, had_model))
-            return
-        self._swap_runner(runner)
+        for model in room.unload:
+            self._unload(model, "room", f"Unloaded {model.name} to make room for {name} "
+                         f"({format_bytes(model.need_bytes)} freed).")
+        job = LoadJob(config, command.keep_alive_s, need)
+        self._jobs[path] = job
+        self.pool.loading[path] = need
+        job.start(self._loader, self._inbox.put)
 
-    def _connect(self, config: ModelConfig) -> None:
-        """A remote server: ask for its models (the connection test) and answer through it from now on."""
-        had_model = self._runner is not None or self._remote is not None
-        self._emit(ModelLoading(config.path, 0.0, f"Connecting to {config.path}"))
-        try:
-            remote = RemoteEngine.connect(config)
-        except RemoteUnavailable as error:
-            self._emit(ModelLoadFailed(config.path, str(error), had_model))
+    def _loaded(self, done: LoadDone) -> None:
+        job = done.job
+        if self._jobs.get(job.path) is not job:  # superseded by a later load of the same path
             return
-        self._swap_runner(remote)
-
-    def _swap_runner(self, runner: Runner | RemoteEngine) -> None:
-        work = self._remote or self._scheduler
-        if work is not None:
-            self._emit_all(work.cancel_all("The model was changed; send again to continue."))
-        self._close_runner()
-        if isinstance(runner, RemoteEngine):
-            self._remote = runner
+        del self._jobs[job.path]
+        self.pool.loading.pop(job.path, None)
+        if done.result is None:
+            self._emit(ModelLoadFailed(job.path, done.message, previous_kept=bool(self.pool.models)))
+            self._release_held(job.path, done.message)
+            return
+        result = done.result
+        keep_alive = job.keep_alive_s if job.keep_alive_s is not None else self.pool.options.default_keep_alive_s
+        if isinstance(result, RemoteEngine):
+            model = LoadedModel(job.path, result.info, result, 0, keep_alive, self.pool.clock())
         else:
-            self._runner, self._scheduler = runner, Scheduler(runner)
-        self.model_info = runner.info
-        self._emit(ModelLoaded(runner.info))
+            info = result.info if result.info.path == job.path else replace(result.info, path=job.path)
+            model = LoadedModel(job.path, info, Scheduler(result), job.need_bytes, keep_alive, self.pool.clock(),
+                                runner=result)
+        old = self.pool.add(model)
+        if old is not None:
+            self._emit_all(old.work.cancel_all("The model was changed; send again to continue."))
+            old.close()
+            self._emit(ModelUnloaded(old.path, "replaced", f"{old.name} was loaded again with other settings."))
+        self._emit(ModelLoaded(model.info))
         self._emit_stats(time.perf_counter())
+        self._release_held(job.path)
 
-    def _close_runner(self) -> None:
-        if self._runner is not None:
-            self._runner.close()
-        if self._remote is not None:
-            self._remote.shutdown()
-        self._runner = self._scheduler = self._remote = None
+    def _job_named(self, name: str) -> LoadJob | None:
+        return next((job for job in self._jobs.values()
+                     if name in (job.path, known_name(job.path)) or name == job.path.rsplit("/", 1)[-1]), None)
+
+    def _unload_asked(self, name: str) -> None:
+        model = self.pool.find(name) if name else None
+        if model is not None:
+            self._unload(model, "request", f"Unloaded {model.name}.")
+            return
+        job = self._job_named(name) if name else None
+        if job is not None:
+            job.cancel.set()  # its LoadDone says "cancelled"
+        self._emit(ModelUnloaded(name, "request", f"{name!r} is not loaded."))
+
+    def _unload(self, model: LoadedModel, reason: UnloadReason, message: str) -> None:
+        self._emit_all(model.work.cancel_all(f"{model.name} was unloaded; send again to load it."))
+        self._stats.take_log(model, time.perf_counter())
+        self.pool.remove(model)
+        model.close()
+        self._emit(ModelUnloaded(model.path, reason, message))
+
+    def _unload_expired(self) -> None:
+        for model, reason in self.pool.expired():
+            if reason == "idle":
+                minutes = model.keep_alive_s / 60
+                idle = f"{minutes:g} min" if minutes >= 1 else f"{model.keep_alive_s:g} s"
+                message = f"Unloaded {model.name} (idle for {idle}) to free {format_bytes(model.need_bytes)}."
+            else:
+                message = f"Unloaded {model.name}: its last request asked for it to go when done (keep-alive 0)."
+            self._unload(model, reason, message)
+
+    def _close_all(self) -> None:
+        for job in list(self._jobs.values()):
+            job.cancel.set()
+            if job.thread is not None:
+                job.thread.join(timeout=10)
+        self._jobs.clear()
+        for model in self.pool.models:
+            model.close()
+        self.pool.models.clear()
+
+    # ------------------------------------------------------------ steps
 
     def _step(self) -> None:
-        work = self._remote or self._scheduler
-        if work is None or not work.has_work():
+        model = self.pool.next_to_step()
+        if model is None:
             return
         self.steps += 1
-        self._emit_all(work.step())
+        model.served = True
+        self.pool.touch(model)
+        work = model.work
+        if isinstance(work, RemoteEngine) and any(m.busy for m in self.pool.models if m is not model):
+            self._emit_all(work.step(wait_s=0))  # the others' steps are the wait
+        else:
+            self._emit_all(work.step())
 
     def _emit_all(self, events: list[Event]) -> None:
         for event in events:
@@ -256,65 +370,14 @@ class EngineLoop:
     # ------------------------------------------------------------ stats
 
     def _maybe_emit_stats(self) -> None:
-        if self._scheduler is None and self._remote is None:
+        if not self.pool.models:
             return
         now = time.perf_counter()
-        busy = self._busy()
+        busy = self.pool.has_work()
         if busy and now - self._last_stats >= self._stats_interval_s or (self._was_busy and not busy):
             self._emit_stats(now)
         self._was_busy = busy
 
     def _emit_stats(self, now: float) -> None:
         self._last_stats = now
-        scheduler, runner = self._scheduler, self._runner
-        if self._remote is not None:
-            self._emit(self._remote_stats(now, self._remote))
-            return
-        if scheduler is None or runner is None:
-            return
-        tokens_per_second, per_chat = self._speeds(now, scheduler.sampled_log, scheduler.has_work())
-        drafted, accepted = self._recent_draft_counts(scheduler, now)
-        self._emit(
-            EngineStats(
-                tokens_per_second=tokens_per_second,
-                chat_tokens_per_second=per_chat,
-                slots_busy=scheduler.slots_busy(),
-                slots_total=len(scheduler.slots),
-                kv_cache_bytes=runner.kv_cache_bytes(),
-                model_bytes=runner.info.model_bytes,
-                total_generated_tokens=self._total_generated,
-                drafted_tokens=drafted,
-                accepted_tokens=accepted,
-            )
-        )
-
-    def _remote_stats(self, now: float, remote: RemoteEngine) -> EngineStats:
-        """No local memory to show: the server holds the model; its latency instead."""
-        tokens_per_second, per_chat = self._speeds(now, remote.sampled_log, remote.has_work())
-        busy = remote.slots_busy()
-        return EngineStats(tokens_per_second, per_chat, busy, max(busy, remote.info.slots), 0, 0,
-                           self._total_generated, remote.latency_ms)
-
-    def _speeds(self, now: float, log_: deque[tuple[float, str]], busy: bool
-                ) -> tuple[float, tuple[tuple[str, float], ...]]:
-        """All chats' and each chat's tokens/s over the last few seconds, from the tokens sampled since last time."""
-        self._total_generated += len(log_)
-        self._recent.extend(log_)
-        log_.clear()
-        while self._recent and now - self._recent[0][0] > SPEED_WINDOW_S:
-            self._recent.popleft()
-        window = min(SPEED_WINDOW_S, max(now - self._recent[0][0], self._stats_interval_s)) if self._recent else 1.0
-        per_chat: dict[str, int] = {}
-        for _, chat_id in self._recent:
-            per_chat[chat_id] = per_chat.get(chat_id, 0) + 1
-        if not busy:
-            return 0.0, ()
-        return len(self._recent) / window, tuple((c, n / window) for c, n in per_chat.items())
-
-    def _recent_draft_counts(self, scheduler: Scheduler, now: float) -> tuple[int, int]:
-        """Tokens drafted and accepted over the speed window: the gauge's acceptance rate."""
-        self._recent_drafts.extend(scheduler.draft_log)
-        scheduler.draft_log.clear()
-        while self._recent_drafts and now - self._recent_drafts[0][0] > SPEED_WINDOW_S:
-            self._recent_drafts.popleft()
-        return sum(d for _, d, _ in self._recent_drafts), sum(a for _, _, a in self._recent_drafts)
+        self._emit(self._stats.stats(self.pool, now))

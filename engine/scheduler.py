@@ -121,6 +121,10 @@ class Scheduler:
     def slots_busy(self) -> int:
         return self.slots.busy()
 
+    def chat_ids(self) -> tuple[str, ...]:
+        """The chats with a turn here, running or waiting."""
+        return tuple(dict.fromkeys([s.chat_id for s in self.running()] + [s.chat_id for s in self.waiting]))
+
     # ------------------------------------------------------------ the step
 
     def step(self) -> list[Event]:

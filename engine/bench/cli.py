@@ -21,6 +21,9 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--tabs", default="1,4", help="tab counts to run, comma-separated (default 1,4)")
     parser.add_argument("--max-tokens", type=int, default=128, help="tokens each tab generates (default 128)")
     parser.add_argument("--model", help="model path (default: the bundled SmolLM2-135M-Instruct)")
+    parser.add_argument("--models", metavar="A,B",
+                        help="several models in one engine: each alone and all at once with --tabs tabs each (the "
+                             "first count), the time to load one on demand, how their steps interleave")
     parser.add_argument("--threads", type=int, help="CPU threads (default: the engine's own choice)")
     parser.add_argument("--repeat", type=int, default=3, help="runs of each case; the best counts (default 3)")
     parser.add_argument("--json", help="write the figures to this file")
@@ -57,6 +60,11 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
         parser.error("--tabs, --max-tokens, --repeat and --pages must be positive")
     if args.gui:
         return args  # the window alone: no model to find
+    if args.models is not None:
+        args.models = [user_path(part.strip()) for part in args.models.split(",") if part.strip()]
+        if len(args.models) < 2:
+            parser.error("--models wants two or more model paths, comma-separated")
+        return args
     if args.backend == "remote":
         if not args.url:
             parser.error("--backend remote needs --url, e.g. --url http://127.0.0.1:8000/v1")
@@ -85,6 +93,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             result = measure_documents(args)
             print(documents_table(result))
+        elif args.models is not None:
+            from engine.bench.models import measure_models, models_table
+
+            result = measure_models(args)
+            print(models_table(result))
         elif args.api:
             from engine.bench.api import api_table, measure_api
 

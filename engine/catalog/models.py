@@ -53,15 +53,21 @@ def discover(recent: Sequence[str] = (), folder: Path | None = None,
 
     `hf_cache`: None for the Hugging Face cache (HF_HUB_CACHE, HF_HOME), False to skip it.
     """
+    return [_entry(path, source) for path, source in library_paths(recent, folder, hf_cache)]
+
+
+def library_paths(recent: Sequence[str] = (), folder: Path | None = None,
+                  hf_cache: Path | None | Literal[False] = None) -> list[tuple[str, str]]:
+    """discover's models as (path, where it was found), without reading them: the API's list of models."""
     found: list[tuple[str, str]] = []
     default = default_model_path()
     if default is not None:
         found.append((str(default), "Bundled default"))
     found += [(path, "Recently used") for path in recent if Path(path).exists()]
-    found += [(str(path), "Models folder") for path in _scan_folder(folder or models_folder())]
+    found += [(str(path), "Models folder") for path in scan_folder(folder or models_folder())]
     if hf_cache is not False:
         found += [(str(path), "Downloaded") for path in _scan_hf_cache(hf_cache)]
-    return [_entry(path, source) for path, source in _unique(found)]
+    return _unique(found)
 
 
 def _unique(found: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
@@ -82,7 +88,8 @@ def _entry(path: str, source: str) -> ModelEntry:
         return ModelEntry(path, source, None, str(error))
 
 
-def _scan_folder(folder: Path) -> list[Path]:
+def scan_folder(folder: Path) -> list[Path]:
+    """Every model under `folder`: GGUF files (part 1 of a split one) and Hugging Face folders."""
     if not folder.is_dir():
         return []
     found = whole_models(sorted(folder.rglob("*.gguf")))

@@ -136,11 +136,12 @@ class RemoteEngine:
 
     # ------------------------------------------------------------ the step
 
-    def step(self) -> list[Event]:
-        """What the streams delivered since the last step; waits a little for the first delta."""
+    def step(self, wait_s: float = STEP_WAIT_S) -> list[Event]:
+        """What the streams delivered since the last step; waits a little for the first delta (not at all
+        with `wait_s` 0: other models have steps to run)."""
         events: list[Event] = []
         try:
-            item = self._deltas.get(timeout=STEP_WAIT_S)
+            item = self._deltas.get(timeout=wait_s) if wait_s > 0 else self._deltas.get_nowait()
         except queue.Empty:
             return events
         while True:

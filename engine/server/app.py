@@ -14,7 +14,7 @@ import json
 import logging
 import time
 from contextlib import asynccontextmanager
-from pathlib import Path
+from dataclasses import replace
 from typing import Any, AsyncIterator, Callable
 
 from starlette.applications import Starlette
@@ -34,8 +34,10 @@ from engine.server.anthropic_request import MessagesRequest, messages_submit
 from engine.server.chat_mapping import chat_submit, completion_submit
 from engine.server.embeddings import EmbeddingsRequest, embeddings_body, texts_of
 from engine.server.errors import ApiError, anthropic_error_body, anthropic_shaped, error_body
+from engine.server.library import model_id
+from engine.server.model_routes import ModelRoutes, keep_alive_of
 from engine.server.options import ServerOptions, is_loopback
-from engine.server.responses import Reply, model_list
+from engine.server.responses import Reply
 from engine.server.responses_api_reply import ResponseReply
 from engine.server.responses_api_request import ResponsesRequest, responses_submit
 from engine.server.streams import Encoder, TurnResponse, TurnStream
@@ -44,12 +46,6 @@ from engine.server.turns import RETRY_AFTER_S, TurnDesk, new_chat_id
 log = logging.getLogger(__name__)
 PUBLIC_PATHS = ("/health",)
 DRAIN_LIMIT_BYTES = 64 * 2**20  # past this, a too-large body is not read to its end before the 413
-
-
-def model_id(info: ModelInfo) -> str:
-    """What clients put in `model`: the file's name without .gguf, or the folder's name."""
-    name = Path(info.path).name
-    return name[: -len(".gguf")] if name.lower().endswith(".gguf") else name or info.name
 
 
 class Gate:
@@ -102,6 +98,7 @@ class Routes:
     def __init__(self, desk: TurnDesk, options: ServerOptions) -> None:
         self.desk, self.options = desk, options
         self.started = int(time.time())
+        self.models = ModelRoutes(desk, options, self.started)
 
     async def health(self, request: Request) -> Response:
         info = self.desk.host.model_info
@@ -111,37 +108,39 @@ class Routes:
                            code="model_loading" if loading else "model_not_loaded", retry_after_s=RETRY_AFTER_S)
         return JSONResponse({"status": "ok", "model": model_id(info), "in_flight": self.desk.in_flight})
 
-    async def models(self, request: Request) -> Response:
-        info = self.desk.host.model_info
-        return JSONResponse(model_list(model_id(info) if info else None, self.started,
-                                       info.capabilities if info else ()))
-
     async def chat(self, request: Request) -> Response:
-        body = schema.parse(schema.ChatRequest, await read_json(request, self.options.max_body_bytes))
+        raw = await read_json(request, self.options.max_body_bytes)
+        body = schema.parse(schema.ChatRequest, raw)
         schema.check_chat(body)
-        info = self.model(body.model)
+        info, keep_alive_s = await self.model(body.model, raw)
         submit = chat_submit(new_chat_id(), body, info.context_length)
-        return await self.answer(submit, Reply("chat", model_id(info), include_usage=_usage_asked(body)), body.stream)
+        reply = Reply("chat", model_id(info), include_usage=_usage_asked(body))
+        return await self.answer(self.routed(submit, info, keep_alive_s), reply, body.stream)
 
     async def completion(self, request: Request) -> Response:
-        body = schema.parse(schema.CompletionRequest, await read_json(request, self.options.max_body_bytes))
+        raw = await read_json(request, self.options.max_body_bytes)
+        body = schema.parse(schema.CompletionRequest, raw)
         schema.check_completion(body)
-        info = self.model(body.model)
+        info, keep_alive_s = await self.model(body.model, raw)
         submit = completion_submit(new_chat_id(), body, info.context_length)
         reply = Reply("completion", model_id(info), include_usage=_usage_asked(body),
                       text_offset=len(submit.prompt or ""))
-        return await self.answer(submit, reply, body.stream)
+        return await self.answer(self.routed(submit, info, keep_alive_s), reply, body.stream)
 
     async def messages(self, request: Request) -> Response:
-        """Anthropic's Messages API. Its clients name Claude models: any name gets the model loaded here."""
-        body = schema.parse(MessagesRequest, await read_json(request, self.options.max_body_bytes))
-        info = self.model(None)
-        return await self.answer(messages_submit(new_chat_id(), body), MessageReply(model_id(info)), body.stream)
+        """Anthropic's Messages API. Its clients name Claude models: a name that matches nothing here (no model,
+        no alias) gets the model loaded last."""
+        raw = await read_json(request, self.options.max_body_bytes)
+        body = schema.parse(MessagesRequest, raw)
+        info, keep_alive_s = await self.model(body.model, raw, any_name=True)
+        submit = self.routed(messages_submit(new_chat_id(), body), info, keep_alive_s)
+        return await self.answer(submit, MessageReply(model_id(info)), body.stream)
 
     async def responses(self, request: Request) -> Response:
-        body = schema.parse(ResponsesRequest, await read_json(request, self.options.max_body_bytes))
-        info = self.model(body.model)
-        submit = responses_submit(new_chat_id(), body, info.context_length)
+        raw = await read_json(request, self.options.max_body_bytes)
+        body = schema.parse(ResponsesRequest, raw)
+        info, keep_alive_s = await self.model(body.model, raw)
+        submit = self.routed(responses_submit(new_chat_id(), body, info.context_length), info, keep_alive_s)
         echo = {"instructions": body.instructions, "max_output_tokens": body.max_output_tokens,
                 "temperature": body.temperature, "top_p": body.top_p,
                 "parallel_tool_calls": submit.parallel_tool_calls,
@@ -151,23 +150,22 @@ class Routes:
         return await self.answer(submit, ResponseReply(model_id(info), echo), body.stream)
 
     async def embeddings(self, request: Request) -> Response:
-        body = schema.parse(EmbeddingsRequest, await read_json(request, self.options.max_body_bytes))
+        raw = await read_json(request, self.options.max_body_bytes)
+        body = schema.parse(EmbeddingsRequest, raw)
         texts = texts_of(body)
-        info = self.model(body.model)
-        answer = await self.desk.embed(Embed(new_chat_id(), texts))
+        info, _ = await self.model(body.model, raw)
+        answer = await self.desk.embed(Embed(new_chat_id(), texts, model=info.path))
         return JSONResponse(embeddings_body(answer, model_id(info), body.encoding_format))
 
-    def model(self, requested: str | None) -> ModelInfo:
-        info = self.desk.host.model_info
-        if info is None:
-            loading = self.desk.host.loading
-            raise ApiError(503, "The model is still loading." if loading else "No model is loaded.",
-                           code="model_loading" if loading else "model_not_loaded", retry_after_s=RETRY_AFTER_S)
-        served = model_id(info)
-        if requested and requested not in (served, info.name, info.path, Path(info.path).name):
-            raise ApiError(404, f"The model {requested!r} does not exist here: this server has {served!r} loaded.",
-                           param="model", code="model_not_found")
-        return info
+    async def model(self, requested: str | None, raw: Any, any_name: bool = False) -> tuple[ModelInfo, float | None]:
+        """The model that answers (loaded first where the request names one that is not) and the request's
+        keep-alive."""
+        keep_alive_s = keep_alive_of(raw)
+        return await self.models.model(requested, keep_alive_s, any_name), keep_alive_s
+
+    @staticmethod
+    def routed(submit: Submit, info: ModelInfo, keep_alive_s: float | None) -> Submit:
+        return replace(submit, model=info.path, keep_alive_s=keep_alive_s)
 
     async def answer(self, submit: Submit, encoder: Encoder, stream: bool) -> Response:
         """The one engine path of every API: the turn goes in as a Submit, the encoder spells the answer."""
@@ -262,7 +260,9 @@ def build_app(desk: TurnDesk, options: ServerOptions, on_startup: Callable[[], N
                                         allow_headers=["Authorization", "Content-Type", "X-Api-Key"]))
     return Starlette(
         routes=[Route("/health", routes.health, methods=["GET"]),
-                Route("/v1/models", routes.models, methods=["GET"]),
+                Route("/v1/models", routes.models.models, methods=["GET"]),
+                Route("/v1/models/{model_id:path}/load", routes.models.load, methods=["POST"]),
+                Route("/v1/models/{model_id:path}/unload", routes.models.unload, methods=["POST"]),
                 Route("/v1/chat/completions", routes.chat, methods=["POST"]),
                 Route("/v1/completions", routes.completion, methods=["POST"]),
                 Route("/v1/messages", routes.messages, methods=["POST"]),

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from engine.loopback import is_loopback
+from engine.protocol import ModelConfig
 
 DEFAULT_PORT = 8642
 API_CHAT_PREFIX = "api-"  # the chat ids of API requests (a tab's id is bare hex): the gauge names them so
@@ -26,6 +27,17 @@ class ServerOptions:
     max_body_bytes: int = 4 * 2**20
     max_waiting: int = 16  # requests queued beyond the engine's slots before 503
     graceful_shutdown_s: float = 5.0
+    # Several models (docs/api.md "Models"): which ones a request may name, and how they are loaded.
+    models_dir: str = ""  # hearth-serve --models-dir: the models under it; empty: the app's library
+    library: tuple[str, ...] = ()  # more models to offer (the app's recently used ones)
+    allow_load_by_name: bool | None = None  # a request naming a library model loads it; None: on 127.0.0.1 only
+    aliases: tuple[tuple[str, str], ...] = ()  # (name clients send, the model it means)
+    unknown_model_is_default: bool = False  # any other name gets the model loaded last (llama-server's way)
+    load_defaults: ModelConfig = field(default_factory=lambda: ModelConfig(path=""))  # slots, context, threads
+
+    @property
+    def loads_by_name(self) -> bool:
+        return self.allow_load_by_name if self.allow_load_by_name is not None else is_loopback(self.host)
 
     def check(self) -> None:
         """Raise ServerOptionsError for a combination that would be unsafe or cannot work."""

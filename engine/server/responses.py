@@ -176,9 +176,13 @@ def usage(finished: TurnFinished) -> dict[str, Any]:
 CAPABILITY_NAMES = {"tools": "tool_use", "reasoning": "reasoning"}
 
 
-def model_list(model_id: str | None, created: int, capabilities: tuple[str, ...] = ()) -> dict[str, Any]:
-    """The id and what the model can do; not where it lies on this computer: that is not the clients' business."""
-    shown = [CAPABILITY_NAMES.get(name, name) for name in capabilities]
-    models = [] if model_id is None else [{"id": model_id, "object": "model", "created": created,
-                                           "owned_by": "hearth", "capabilities": shown}]
-    return {"object": "list", "data": models}
+ListedModel = tuple[str, tuple[str, ...], bool]  # (id, capabilities, loaded)
+
+
+def model_list(listed: list[ListedModel], created: int) -> dict[str, Any]:
+    """The id, what the model can do and whether it is loaded; not where it lies on this computer: that is
+    not the clients' business."""
+    return {"object": "list", "data": [
+        {"id": model_id, "object": "model", "created": created, "owned_by": "hearth",
+         "capabilities": [CAPABILITY_NAMES.get(name, name) for name in capabilities], "loaded": loaded}
+        for model_id, capabilities, loaded in listed]}

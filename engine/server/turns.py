@@ -20,10 +20,11 @@ from typing import AsyncIterator, Callable
 
 from engine.clients import EngineClient, EngineHost
 from engine.protocol import (
-    Cancel, Embed, Embedded, EngineError, Event, Logprobs, ReasoningText, Submit, Token, TokenLogprob, ToolCallArguments,
-    ToolCallStarted, TurnFinished, TurnQueued,
+    Cancel, Embed, Embedded, EngineError, Event, Logprobs, ModelConfig, ModelInfo, ModelUnloaded, ReasoningText, Submit,
+    Token, TokenLogprob, ToolCallArguments, ToolCallStarted, TurnFinished, TurnQueued,
 )
 from engine.server.errors import ApiError
+from engine.server.loads import ModelLoads
 from engine.server.options import API_CHAT_PREFIX
 
 log = logging.getLogger(__name__)
@@ -102,6 +103,7 @@ class TurnDesk:
         self._pending_lock = threading.Lock()
         self._wake_sent = False
         self.draining = False
+        self.loads = ModelLoads()
 
     # ------------------------------------------------------------ life (the server's thread)
 
@@ -124,15 +126,26 @@ class TurnDesk:
 
     # ------------------------------------------------------------ turns (the server's loop)
 
-    def _check_open(self) -> EngineClient:
+    def _check_running(self) -> EngineClient:
         if self.draining:
             raise ApiError(503, "The server is shutting down.", code="shutting_down", retry_after_s=RETRY_AFTER_S)
         if self._client is None or not self.host.running:
             raise ApiError(503, "The engine is not running.", code="engine_stopped", retry_after_s=RETRY_AFTER_S)
+        return self._client
+
+    def _check_open(self) -> EngineClient:
+        client = self._check_running()
         if self.in_flight >= self.limit():
             raise ApiError(503, f"The server is busy: {self.in_flight} requests are being answered or wait. "
                            "Try again shortly.", code="queue_full", retry_after_s=RETRY_AFTER_S)
-        return self._client
+        return client
+
+    async def load_model(self, config: ModelConfig, keep_alive_s: float | None) -> ModelInfo:
+        """Load a model and wait until it is in (ApiError with the engine's reason if it cannot be)."""
+        return await self.loads.load(self._check_running().send, config, keep_alive_s)
+
+    async def unload_model(self, path: str) -> ModelUnloaded:
+        return await self.loads.unload(self._check_running().send, path)
 
     async def embed(self, command: Embed) -> Embedded:
         """The texts' vectors from the engine; ApiError (400) when it cannot make them."""
@@ -224,6 +237,8 @@ class TurnDesk:
 
     def _dispatch(self, event: Event) -> None:
         chat_id = getattr(event, "chat_id", None)
+        if chat_id is None:
+            self.loads.on_event(event)
         waiting = self._embeddings.get(chat_id or "")
         if waiting is not None and isinstance(event, (Embedded, TurnFinished)) and not waiting.done():
             waiting.set_result(event)

@@ -4,17 +4,18 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Callable
+from typing import Any, Callable
 
 from engine.loop import EngineLoop
 from engine.protocol import Event, ModelLoaded, ModelLoadFailed, Token, TurnFinished, TurnStarted
 
 
 class EngineHarness:
-    def __init__(self) -> None:
+    def __init__(self, **loop_options: Any) -> None:
+        """`loop_options`: EngineLoop's clock and loader (the model-free tests' fake clock and scripted models)."""
         self.events: list[tuple[float, Event]] = []
         self._condition = threading.Condition()
-        self.loop = EngineLoop(self._collect, stats_interval_s=0.2)
+        self.loop = EngineLoop(self._collect, stats_interval_s=0.2, **loop_options)
         self.loop.start()
 
     def _collect(self, event: Event) -> None:

@@ -211,3 +211,19 @@ def test_documents_mode_writes_its_figures(default_model: str, tmp_path: Path, c
     assert 0 < figures["fused_retrieval_ms_p50"] <= figures["fused_retrieval_ms_p99"]
     assert figures["ttft_ms_with"] > 0 and figures["ttft_ms_without"] > 0 and figures["citations"] >= 1
     assert "pages/s" in capsys.readouterr().out
+
+
+def test_two_models_alone_and_together_the_load_on_demand_and_the_interleaving(
+        default_model: str, requantized_model: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["--models", f"{default_model},{requantized_model}", *TINY, "--max-tokens", "12", "--threads", "1"]
+    result, printed = run_bench(argv, tmp_path / "models.json", capsys)
+    assert result["models"] == [Path(default_model).stem, Path(requantized_model).stem] and result["tabs"] == 1
+    assert [run["generated_tokens"] for run in result["alone"]] == [12, 12] and result["both"]["generated_tokens"] == 24
+    speeds = [run["aggregate_tok_s"] for run in result["alone"]]
+    assert result["harmonic_alone_tok_s"] == pytest.approx(2 / (1 / speeds[0] + 1 / speeds[1]))
+    assert result["aggregate_ratio"] == pytest.approx(result["both"]["aggregate_tok_s"] / result["harmonic_alone_tok_s"])
+    assert result["load_on_demand_ms"] > 0 and result["both"]["ttft_ms_p99"] > 0
+    gaps = result["interleave"]
+    assert gaps["long_prompt_ms"] > 0 and gaps["gap_ms_median_alone"] > 0
+    assert gaps["tokens_during_long_prompt"] >= 0 and gaps["gap_ms_max_during_long_prompt"] >= 0
+    assert "both at once" in printed and "load on demand:" in printed and "interleave:" in printed

@@ -131,7 +131,7 @@ def test_bad_files_fail_clearly_and_the_engine_stays_usable(tmp_path, default_mo
         harness.loop.send(Submit("after", ask("What is the capital of France?"), GREEDY))
         answer = harness.finished("after", mark)
         assert (answer.reason, answer.stats.generated_tokens) == ("length", 24)
-        kept = harness.loop._runner
+        kept = harness.loop.pool.models[-1].runner
         mark = harness.mark()
         harness.loop.send(LoadModel(ModelConfig(path=str(text_file))))
         failed = harness.wait_loaded(after=mark)
@@ -140,7 +140,7 @@ def test_bad_files_fail_clearly_and_the_engine_stays_usable(tmp_path, default_mo
         harness.loop.send(CloseChat("after"))
         harness.loop.send(Submit("still", ask("What is the capital of France?"), GREEDY))
         still = harness.finished("still", mark)
-        assert harness.loop._runner is kept and harness.loop.model_info == answer_info
+        assert harness.loop.pool.models[-1].runner is kept and harness.loop.model_info == answer_info
         assert (still.reason, still.stats.generated_tokens, still.stats.reused_tokens) == ("length", 24, 0)
     finally:
         harness.close()
@@ -183,7 +183,7 @@ def test_a_long_history_is_read_with_the_copy_while_another_chat_streams(engine:
     # generating context (moved over from the copy's, not left there)
     import llama_cpp
 
-    runner = engine.loop._runner
+    runner = engine.loop.pool.models[-1].runner
     memory = llama_cpp.llama_get_memory(runner._context)  # type: ignore[union-attr]
     held = [(llama_cpp.llama_memory_seq_pos_min(memory, slot), llama_cpp.llama_memory_seq_pos_max(memory, slot))
             for slot in range(4)]

@@ -11,7 +11,7 @@ from tests.engine.engine_harness import EngineHarness
 def test_send_refuses_what_is_not_a_command_on_the_callers_thread() -> None:
     harness = EngineHarness()
     try:
-        with pytest.raises(TypeError, match=r"takes a command \(LoadModel, Submit, Embed, Cancel, CloseChat, Shutdown\)"):
+        with pytest.raises(TypeError, match=r"takes a command \(LoadModel, UnloadModel, EngineOptions, Submit, Embed, Cancel, CloseChat, Shutdown\)"):
             harness.loop.send("cancel chat 1")  # type: ignore[arg-type]
         assert harness.loop.running and harness.events == []
     finally:

@@ -112,9 +112,11 @@ def test_health_and_models(server: ApiServer) -> None:
     status, _, health = call(server.port, "GET", "/health")
     assert status == 200 and health["model"] == "SmolLM2-135M-Instruct.Q4_1"
     status, _, models = call(server.port, "GET", "/v1/models")
-    assert status == 200 and [m["id"] for m in models["data"]] == ["SmolLM2-135M-Instruct.Q4_1"]
-    (model,) = models["data"]
-    assert set(model) == {"id", "object", "created", "owned_by", "capabilities"}  # not where the file lies here
+    # the loaded model first; then the library's others (the models folder, the Hub's cache), none loaded
+    assert status == 200 and models["data"][0]["id"] == "SmolLM2-135M-Instruct.Q4_1"
+    model = models["data"][0]
+    assert [m["loaded"] for m in models["data"]] == [True] + [False] * (len(models["data"]) - 1)
+    assert set(model) == {"id", "object", "created", "owned_by", "capabilities", "loaded"}  # not where the file lies
     info = server.desk.host.model_info
     assert info is not None and info.path not in json.dumps(models)
     assert model["capabilities"] == [{"tools": "tool_use"}.get(name, name) for name in info.capabilities]
@@ -207,7 +209,8 @@ def test_without_a_model_health_and_requests_say_503() -> None:
     try:
         status, headers, answer = call(api.port, "GET", "/health")
         assert status == 503 and answer["error"]["code"] == "model_not_loaded" and headers["retry-after"].isdigit()
-        assert call(api.port, "GET", "/v1/models")[2] == {"object": "list", "data": []}
+        listed = call(api.port, "GET", "/v1/models")[2]["data"]
+        assert "SmolLM2-135M-Instruct.Q4_1" in [m["id"] for m in listed] and not any(m["loaded"] for m in listed)
         status, _, answer = call(api.port, "GET", "/v1/embedding")
         message = assert_openai_error(answer, "not_found_error")
         assert status == 404 and message.startswith("There is no /v1/embedding here. This server has: ")
@@ -237,5 +240,6 @@ def test_the_404_lists_the_routes_the_app_has_whoever_added_them() -> None:
 def test_the_model_list_names_the_model_and_what_it_can_do_only() -> None:
     from engine.server.responses import model_list
 
-    assert model_list("SmolLM2", 7, ("tools",)) == {"object": "list", "data": [
-        {"id": "SmolLM2", "object": "model", "created": 7, "owned_by": "hearth", "capabilities": ["tool_use"]}]}
+    assert model_list([("SmolLM2", ("tools",), True)], 7) == {"object": "list", "data": [
+        {"id": "SmolLM2", "object": "model", "created": 7, "owned_by": "hearth", "capabilities": ["tool_use"],
+         "loaded": True}]}

@@ -199,6 +199,7 @@ def test_every_stream_ends_with_an_error_event_when_the_engine_fails(make: Calla
 def test_models_list_the_templates_capabilities_as_lm_studio_names_them() -> None:
     from engine.server.responses import model_list
 
-    (model,) = model_list("m", 1, ("tools", "reasoning", "thinking_switch"))["data"]
+    (model, other) = model_list([("m", ("tools", "reasoning", "thinking_switch"), True), ("n", (), False)], 1)["data"]
     assert model["capabilities"] == ["tool_use", "reasoning", "thinking_switch"] and "path" not in model
-    assert model_list(None, 1)["data"] == []
+    assert (model["loaded"], other["id"], other["loaded"], other["capabilities"]) == (True, "n", False, [])
+    assert model_list([], 1)["data"] == []
