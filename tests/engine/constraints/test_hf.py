@@ -18,7 +18,7 @@ pytest.importorskip("transformers")
 from engine.protocol import Constraint, ModelConfig, SamplingParams, TurnFinished  # noqa: E402
 from engine.runners.base import SlotWork  # noqa: E402
 from engine.runners.hf.runner import HfRunner  # noqa: E402
-from tests.engine.constraints.sampling import SAMPLES, sample_answers  # noqa: E402
+from tests.engine.constraints.sampling import SAMPLES, SLOTS, sample_answers  # noqa: E402
 from tests.engine.constraints.schemas import SCHEMAS, errors  # noqa: E402
 from tests.engine.runners.hf.tiny_hf import fresh, prompt  # noqa: E402
 
@@ -30,7 +30,7 @@ DIGITS = Constraint("regex", "[0-9]{4}")
 
 @pytest.fixture(scope="module")
 def runner(tiny_model: str) -> Iterator[HfRunner]:
-    config = ModelConfig(path=tiny_model, backend="hf", slots=SAMPLES, context_length=256, batch_tokens=512, threads=1)
+    config = ModelConfig(path=tiny_model, backend="hf", slots=SLOTS, context_length=256, batch_tokens=512, threads=1)
     loaded = HfRunner.load(config, lambda fraction, message: None, lambda: False)
     yield loaded
     loaded.close()

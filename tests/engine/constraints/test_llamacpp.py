@@ -16,14 +16,18 @@ import pytest
 from engine.protocol import ChatMessage, Constraint, ModelConfig, SamplingParams, TurnFinished
 from engine.runners.base import SlotWork
 from engine.runners.llamacpp.runner import LlamaCppRunner
-from tests.engine.constraints.sampling import SAMPLES, sample_answers, schema_constraint
+from tests.engine.constraints.sampling import SAMPLES, SLOTS, sample_answers, schema_constraint
 from tests.engine.constraints.schemas import SCHEMAS, errors, prompt_text
 
-# 200 sampled answers: about 2 minutes alone on 2 cores, 20 on a machine shared with seven other test runs
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(2400)]
+# 80 sampled answers (sampling.py says why that many): about 25 s alone on 2 cores, several minutes on a
+# machine shared with other test runs
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]
 
 GREEDY = SamplingParams(temperature=0.0, repeat_penalty=1.0, max_new_tokens=64)
 DIGITS = Constraint("regex", "[0-9]{6}")
+# One token allowed at each step (this model spells numbers digit by digit): what the runner keeps of a
+# draft then depends on the masks alone, never on which of two digits the model likes a little better.
+LITERAL = Constraint("regex", "314159")
 # The free chats' rows of a step with and without a constrained fourth chat in the batch: each chat
 # has its own cache stream, so its row should not move at all; 1e-3 allows for a kernel that sums a
 # batch of four in another order than a batch of three (logits here are 10-30 in size).
@@ -32,7 +36,7 @@ BATCH_TOLERANCE = 1e-3
 
 @pytest.fixture(scope="module")
 def runner(default_model: str) -> Iterator[LlamaCppRunner]:
-    config = ModelConfig(path=default_model, slots=SAMPLES, context_length=448, batch_tokens=512, prompt_copy="off")
+    config = ModelConfig(path=default_model, slots=SLOTS, context_length=448, batch_tokens=512, prompt_copy="off")
     loaded = LlamaCppRunner.load(config, lambda fraction, message: None, lambda: False)
     yield loaded
     loaded.close()
@@ -94,8 +98,8 @@ def _steps(runner: LlamaCppRunner, prompts: list[list[int]], constrained: list[i
     return rows, fed
 
 
-def _greedy_digits(runner: LlamaCppRunner, prompt: list[int]) -> list[int]:
-    _start(runner, 0, replace(GREEDY, constraint=DIGITS))
+def _greedy(runner: LlamaCppRunner, prompt: list[int], constraint: Constraint) -> list[int]:
+    _start(runner, 0, replace(GREEDY, constraint=constraint))
     tokens, position, work = [], 0, SlotWork(0, prompt, 0, True)
     for _ in range(12):
         (token,) = runner.forward([work])[0]
@@ -108,26 +112,22 @@ def _greedy_digits(runner: LlamaCppRunner, prompt: list[int]) -> list[int]:
 
 
 def test_drafts_the_constraint_forbids_are_rejected_and_the_rest_is_exact(runner: LlamaCppRunner) -> None:
-    """Checked as structure, not against a greedy run: a step that verifies a draft batches several rows,
-    and on some CPUs that moves two near-tied digits' logits enough to swap them (it did, on AMD)."""
     prompt = _tokens(runner, "Write a word.")
-    expected = _greedy_digits(runner, prompt)
-    digits = b"".join(runner._piece(token) for token in expected[:-1])
+    answer = _greedy(runner, prompt, DIGITS)
+    digits = b"".join(runner._piece(token) for token in answer[:-1])
     assert digits.isdigit() and len(digits) == 6, "the regex held"
-    assert runner.is_end_of_generation(expected[-1]), "a finished constraint ends the turn"
+    assert runner.is_end_of_generation(answer[-1]), "a finished constraint ends the turn"
+    # Drafts are checked under LITERAL: each row's mask must be the one after the draft tokens before it
+    # (a row given the first row's mask, or the next row's, refuses a right draft token).
+    expected = _greedy(runner, prompt, LITERAL)
+    assert b"".join(runner._piece(token) for token in expected[:-1]) == b"314159"
+    assert len(expected) == 7 and runner.is_end_of_generation(expected[-1])
     word = _tokens(runner, "hello")[-1]
-    for draft in ([word], expected[1:3] + [word], expected[1:-1]):
-        _start(runner, 0, replace(GREEDY, constraint=DIGITS))
+    for draft, kept in (([word], 0), (expected[1:3] + [word], 2), (expected[1:-1], len(expected) - 2)):
+        _start(runner, 0, replace(GREEDY, constraint=LITERAL))
         (first,) = runner.forward([SlotWork(0, prompt, 0, True)])[0]
         new = runner.forward([SlotWork(0, [first], len(prompt), True, draft)])[0]
-        kept = len(new) - 1
-        assert new[:kept] == draft[:kept], f"draft {draft}: what was accepted is the draft's own"
-        assert word not in new, f"draft {draft}: the forbidden token was never taken"
-        if kept < len(draft):
-            assert new[kept] != draft[kept], f"draft {draft}: the first rejected token is replaced, not kept"
-        text = b"".join(runner._piece(token) for token in [first, *new] if not runner.is_end_of_generation(token))
-        assert text.isdigit() and len(text) <= 6, f"draft {draft}: every token taken is one the regex allows"
-    assert kept >= 1, "a draft of the constraint's own digits is accepted at least in part"
+        assert new == expected[1: kept + 2], f"draft {draft}: {kept} accepted, then the constraint's own token"
 
 
 def test_logprobs_are_the_models_own_before_the_mask(runner: LlamaCppRunner) -> None:

@@ -27,6 +27,7 @@ from urllib.parse import parse_qs, unquote, urlparse
 
 LFS_SUFFIXES = (".gguf", ".safetensors", ".bin")
 READ_BLOCK = 256 << 10
+POLL_S = 0.02  # how often serve_forever looks for shutdown(): its default 0.5 s is every test's teardown
 
 
 @dataclass
@@ -147,7 +148,8 @@ class StandInHub:
         server.daemon_threads = True
         self.port = server.server_address[1]
         self._server = server
-        self._thread = threading.Thread(target=server.serve_forever, name="stand-in-hub", daemon=True)
+        self._thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": POLL_S},
+                                        name="stand-in-hub", daemon=True)
         self._thread.start()
         return self.endpoint
 
