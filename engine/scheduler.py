@@ -321,6 +321,8 @@ class Scheduler:
         events = sequence.read(sequence.detokenizer.add(token), now)
         if sequence.stop_string_seen:
             return events + self._finish(sequence, "stop", release=False)
+        if sequence.calls_are_done():
+            return events + self._finish(sequence, "stop")  # reported as "tool_calls"
         budget = params.reasoning_budget
         if budget is not None and sequence.in_reasoning and sequence.reasoning_tokens >= budget:
             self._close_reasoning(sequence, now)

@@ -12,12 +12,13 @@ the thinking does not end the turn (the thinking is not what the caller asked to
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass, field
 from enum import Enum
 
 from engine.chat_template import FALLBACK_END_MARKERS
-from engine.parsing.call_grammar import after_open, whole_answer
+from engine.parsing.call_grammar import MAX_CALLS_PER_TURN, after_open, whole_answer
 from engine.parsing.formats import PLAIN
 from engine.parsing.harmony import HarmonyParser
 from engine.parsing.parts import (
@@ -133,6 +134,18 @@ class Sequence:
             return after_open(setup.tools, setup.tool_specs, setup.tool_choice, setup.parallel_tool_calls)
         return None
 
+    def calls_are_done(self) -> bool:
+        """The answer has made all the calls it may: one without parallel calls, MAX_CALLS_PER_TURN, or a
+        call that repeats an earlier one (a small model left free writes the same call until max_tokens).
+        The turn ends there with "tool_calls", whether or not a grammar holds it."""
+        calls = self.parser.calls
+        if self.setup.tools is None or not calls:
+            return False
+        if not self.setup.parallel_tool_calls or len(calls) >= MAX_CALLS_PER_TURN:
+            return True
+        last = calls[-1]
+        return any(call.name == last.name and _same_json(call.arguments, last.arguments) for call in calls[:-1])
+
     def finish_parts(self, now: float) -> list[Event]:
         """The turn ends: the parser settles what it held (engine/parsing/stream.py says how)."""
         events = self._events(self.parser.finish())
@@ -217,6 +230,13 @@ class Sequence:
     def _reasoning_seconds(self, end: float) -> float:
         started = self.reasoning_started_at
         return 0.0 if started is None else (self.reasoning_ended_at or end) - started
+
+
+def _same_json(first: str, second: str) -> bool:
+    try:
+        return bool(json.loads(first) == json.loads(second))
+    except ValueError:
+        return first.strip() == second.strip()
 
 
 def _longest_stop_prefix_suffix(text: str, stops: tuple[str, ...]) -> int:
