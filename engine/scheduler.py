@@ -366,7 +366,7 @@ class Scheduler:
         sequence.finished_at = time.perf_counter()
         self.slots.release(sequence, sequence.finished_at)
         events.append(TurnFinished(sequence.chat_id, reason, sequence.stats(), sequence.text, message,
-                                   sequence.parser.reasoning_text, calls))
+                                   sequence.parser.reasoning_text, calls, sequence.stop_string))
         return events
 
     def _fail(self, sequences: list[Sequence], message: str) -> list[Event]:

@@ -68,6 +68,7 @@ class Sequence:
     finished_at: float | None = None
     finish_reason: FinishReason | None = None
     stop_string_seen: bool = False  # the answer reached one of params.stop: it ends here
+    stop_string: str = ""  # which one (the first in the text)
     speculator: Speculator | None = None  # drafts for this turn; None: it never drafts
     # A constraint to install from the next token on (a 1-tuple: (None,) frees the sequence again);
     # the scheduler installs it after the token being taken in (constrain_next)
@@ -182,7 +183,7 @@ class Sequence:
         if stops:
             hits = [(self.held.find(s), s) for s in stops if s and s in self.held]
             if hits:
-                cut = min(position for position, _ in hits)
+                cut, self.stop_string = min(hits, key=lambda hit: hit[0])
                 shown, self.held = self.held[:cut], ""
                 self.text += shown
                 self.stop_string_seen = True

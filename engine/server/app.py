@@ -136,7 +136,8 @@ class Routes:
         """Anthropic's Messages API. Its clients name Claude models: any name gets the model loaded here."""
         body = schema.parse(MessagesRequest, await read_json(request, self.options.max_body_bytes))
         info = self.model(None)
-        return await self.answer(messages_submit(new_chat_id(), body), MessageReply(model_id(info)), body.stream)
+        return await self.answer(messages_submit(new_chat_id(), body), MessageReply(model_id(info), tuple(body.stop_sequences or ())),
+                                 body.stream)
 
     async def responses(self, request: Request) -> Response:
         body = schema.parse(ResponsesRequest, await read_json(request, self.options.max_body_bytes))
