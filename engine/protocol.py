@@ -372,6 +372,7 @@ class TurnFinished:
     message: str = ""  # for a person, when reason is context_full or error
     reasoning: str = ""  # the whole thinking of this turn, if the model showed any
     tool_calls: tuple[ToolCall, ...] = ()  # the calls the answer made (reason "tool_calls")
+    stop_string: str = ""  # the one of SamplingParams.stop the answer reached, where it ended on one
 
 
 @dataclass(frozen=True)

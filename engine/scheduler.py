@@ -325,6 +325,8 @@ class Scheduler:
         events = sequence.read(sequence.detokenizer.add(token), now)
         if sequence.stop_string_seen:
             return events + self._finish(sequence, "stop", release=False)
+        if sequence.calls_are_done():
+            return events + self._finish(sequence, "stop")  # reported as "tool_calls"
         budget = params.reasoning_budget
         if budget is not None and sequence.in_reasoning and sequence.reasoning_tokens >= budget:
             self._close_reasoning(sequence, now)
@@ -368,7 +370,7 @@ class Scheduler:
         sequence.finished_at = time.perf_counter()
         self.slots.release(sequence, sequence.finished_at)
         events.append(TurnFinished(sequence.chat_id, reason, sequence.stats(), sequence.text, message,
-                                   sequence.parser.reasoning_text, calls))
+                                   sequence.parser.reasoning_text, calls, sequence.stop_string))
         return events
 
     def _fail(self, sequences: list[Sequence], message: str) -> list[Event]:

@@ -12,12 +12,13 @@ the thinking does not end the turn (the thinking is not what the caller asked to
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass, field
 from enum import Enum
 
 from engine.chat_template import FALLBACK_END_MARKERS
-from engine.parsing.call_grammar import after_open, whole_answer
+from engine.parsing.call_grammar import MAX_CALLS_PER_TURN, after_open, whole_answer
 from engine.parsing.formats import PLAIN
 from engine.parsing.harmony import HarmonyParser
 from engine.parsing.parts import (
@@ -67,6 +68,7 @@ class Sequence:
     finished_at: float | None = None
     finish_reason: FinishReason | None = None
     stop_string_seen: bool = False  # the answer reached one of params.stop: it ends here
+    stop_string: str = ""  # which one (the first in the text)
     speculator: Speculator | None = None  # drafts for this turn; None: it never drafts
     # A constraint to install from the next token on (a 1-tuple: (None,) frees the sequence again);
     # the scheduler installs it after the token being taken in (constrain_next)
@@ -133,6 +135,18 @@ class Sequence:
             return after_open(setup.tools, setup.tool_specs, setup.tool_choice, setup.parallel_tool_calls)
         return None
 
+    def calls_are_done(self) -> bool:
+        """The answer has made all the calls it may: one without parallel calls, MAX_CALLS_PER_TURN, or a
+        call that repeats an earlier one (a small model left free writes the same call until max_tokens).
+        The turn ends there with "tool_calls", whether or not a grammar holds it."""
+        calls = self.parser.calls
+        if self.setup.tools is None or not calls:
+            return False
+        if not self.setup.parallel_tool_calls or len(calls) >= MAX_CALLS_PER_TURN:
+            return True
+        last = calls[-1]
+        return any(call.name == last.name and _same_json(call.arguments, last.arguments) for call in calls[:-1])
+
     def finish_parts(self, now: float) -> list[Event]:
         """The turn ends: the parser settles what it held (engine/parsing/stream.py says how)."""
         events = self._events(self.parser.finish())
@@ -169,7 +183,7 @@ class Sequence:
         if stops:
             hits = [(self.held.find(s), s) for s in stops if s and s in self.held]
             if hits:
-                cut = min(position for position, _ in hits)
+                cut, self.stop_string = min(hits, key=lambda hit: hit[0])
                 shown, self.held = self.held[:cut], ""
                 self.text += shown
                 self.stop_string_seen = True
@@ -217,6 +231,13 @@ class Sequence:
     def _reasoning_seconds(self, end: float) -> float:
         started = self.reasoning_started_at
         return 0.0 if started is None else (self.reasoning_ended_at or end) - started
+
+
+def _same_json(first: str, second: str) -> bool:
+    try:
+        return bool(json.loads(first) == json.loads(second))
+    except ValueError:
+        return first.strip() == second.strip()
 
 
 def _longest_stop_prefix_suffix(text: str, stops: tuple[str, ...]) -> int:

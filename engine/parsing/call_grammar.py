@@ -6,7 +6,9 @@ of that call is constrained (`after_open`, installed from the next token, as lla
 triggers do), so a started call still always parses and its arguments match the tool's schema.
 Each call's object is `{name_key: "<the name>", arguments_key: <the tool's parameters schema>}`
 (name first, so the call can stream as soon as it starts); the markers are written as text.
-After the last call the grammar ends, and a finished constraint ends the turn.
+After the last call the grammar ends, and a finished constraint ends the turn. Parallel calls stop at
+MAX_CALLS_PER_TURN (a small model left free repeats its call until max_tokens); without parallel calls
+the grammar is one call.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from engine.parsing.formats import ToolCallFormat
 from engine.protocol import Constraint, ToolSpec
 
 WHITESPACE = r"/[ \t\r\n]*/"
+MAX_CALLS_PER_TURN = 8  # parallel calls one answer may make; the scheduler stops a free turn there too
 
 
 def whole_answer(call_format: ToolCallFormat, tools: Sequence[ToolSpec], choice: str, parallel: bool) -> Constraint:
@@ -44,14 +47,19 @@ def _grammar(call_format: ToolCallFormat, tools: Sequence[ToolSpec], parallel: b
     close = "" if call_format.family == "harmony" else _literal(call_format.close)
     open_marker = _literal(call_format.open)
     if call_format.style == "json_array":
-        calls = f'"[" body ({_literal(", ")} body)* "]"' if parallel else '"[" body "]"'
+        calls = f'"[" body ({_literal(", ")} body){_more()} "]"' if parallel else '"[" body "]"'
         first = f"{WHITESPACE} {calls}" if opened else f"{WHITESPACE} {open_marker} {WHITESPACE} {calls}"
         return "\n".join([f"start: {first}", *rules]) + "\n"
     rest = f"{WHITESPACE} body {WHITESPACE} {close}".rstrip()
     call = f"{open_marker} {rest}"
     first = rest if opened else f"{WHITESPACE} {call}"
-    more = f" ({_literal(call_format.separator)} call)*" if parallel and call_format.parallel else ""
+    more = f" ({_literal(call_format.separator)} call){_more()}" if parallel and call_format.parallel else ""
     return "\n".join([f"start: {first}{more}", f"call: {call}", *rules]) + "\n"
+
+
+def _more() -> str:
+    """How many calls may follow the first."""
+    return f"{{0,{MAX_CALLS_PER_TURN - 1}}}"
 
 
 def _body(call_format: ToolCallFormat, spec: ToolSpec) -> str:

@@ -3,7 +3,9 @@
 The engine's parts become blocks in the order they come: thinking (ReasoningText),
 text (Token), tool_use (ToolCallStarted, then its arguments as input_json_delta).
 A stream is message_start, ping, per block content_block_start / _delta / _stop,
-then message_delta (stop_reason, usage) and message_stop. Errors have
+then message_delta (stop_reason, usage) and message_stop. An answer cut by one of the request's
+stop_sequences says "stop_sequence" and which one (the engine adds the model's own end markers to the
+stop strings: those stay "end_turn"). Errors have
 Anthropic's shape, in the body and in the stream's `error` event.
 """
 
@@ -28,8 +30,11 @@ def sse(payload: dict[str, Any]) -> ServerSentEvent:
     return ServerSentEvent(json.dumps(payload, ensure_ascii=False, separators=(",", ":")), event=payload["type"])
 
 
-def stop_reason(finished: TurnFinished) -> str:
-    return STOP_REASONS.get(finished.reason, "end_turn")
+def stop_reason(finished: TurnFinished, stop_sequences: tuple[str, ...] = ()) -> tuple[str, str | None]:
+    """The message's stop_reason and stop_sequence."""
+    if finished.reason == "stop" and finished.stop_string and finished.stop_string in stop_sequences:
+        return "stop_sequence", finished.stop_string
+    return STOP_REASONS.get(finished.reason, "end_turn"), None
 
 
 def anthropic_usage(finished: TurnFinished) -> dict[str, Any]:
@@ -43,13 +48,16 @@ class MessageReply:
     """One /v1/messages answer; its stream remembers which block is open."""
 
     model: str
+    stop_sequences: tuple[str, ...] = ()  # the request's
     id: str = field(default_factory=lambda: "msg_" + uuid.uuid4().hex)
     _open: str = ""  # the type of the block being streamed: "", "thinking", "text", "tool_use"
     _blocks: int = 0  # blocks started so far (the next one's index)
 
-    def _message(self, content: list[dict[str, Any]], reason: str | None, usage: dict[str, Any]) -> dict[str, Any]:
+    def _message(self, content: list[dict[str, Any]], reason: tuple[str, str | None] | None,
+                 usage: dict[str, Any]) -> dict[str, Any]:
+        stop, sequence = reason or (None, None)
         return {"id": self.id, "type": "message", "role": "assistant", "model": self.model, "content": content,
-                "stop_reason": reason, "stop_sequence": None, "usage": usage}
+                "stop_reason": stop, "stop_sequence": sequence, "usage": usage}
 
     # ------------------------------------------------------------ whole answers
 
@@ -61,7 +69,7 @@ class MessageReply:
             content.append({"type": "text", "text": finished.text})
         content.extend({"type": "tool_use", "id": call.id, "name": call.name, "input": input_object(call.arguments)}
                        for call in finished.tool_calls)
-        return self._message(content, stop_reason(finished), anthropic_usage(finished))
+        return self._message(content, stop_reason(finished, self.stop_sequences), anthropic_usage(finished))
 
     def error_response(self, error: ApiError) -> Response:
         return error.response(anthropic=True)
@@ -107,8 +115,9 @@ class MessageReply:
             return self.failure(ApiError(500, finished.message or "The engine failed on this request."))
         events = self._close()
         usage = anthropic_usage(finished)
-        return [*events, sse({"type": "message_delta", "delta": {"stop_reason": stop_reason(finished),
-                                                                 "stop_sequence": None}, "usage": usage}),
+        reason, sequence = stop_reason(finished, self.stop_sequences)
+        return [*events, sse({"type": "message_delta", "delta": {"stop_reason": reason, "stop_sequence": sequence},
+                              "usage": usage}),
                 sse({"type": "message_stop"})]
 
     def failure(self, error: ApiError) -> list[ServerSentEvent | str]:

@@ -134,7 +134,7 @@ class Routes:
         body = schema.parse(MessagesRequest, raw)
         info, keep_alive_s = await self.model(body.model, raw, any_name=True)
         submit = self.routed(messages_submit(new_chat_id(), body), info, keep_alive_s)
-        return await self.answer(submit, MessageReply(model_id(info)), body.stream)
+        return await self.answer(submit, MessageReply(model_id(info), tuple(body.stop_sequences or ())), body.stream)
 
     async def responses(self, request: Request) -> Response:
         raw = await read_json(request, self.options.max_body_bytes)

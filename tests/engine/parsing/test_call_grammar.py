@@ -78,3 +78,14 @@ def test_wrong_calls_are_refused(tokenizer, name: str) -> None:
         "the arguments follow the tool's schema"
     assert not accepts(tokenizer, forced, "Sure! " + call_text(call_format, "get_time", {"zone": "UTC"}, False))
     assert accepts(tokenizer, forced, call_text(call_format, "get_time", {"zone": "UTC"}, False))
+
+
+def test_harmony_leaves_its_end_of_generation_close_to_the_turn(tokenizer) -> None:
+    """<|call|> ends the turn as a token of its own: the grammar ends after the arguments (no text close)."""
+    harmony = ToolCallFormat("harmony", "name_args", "<|channel|>commentary to=functions.", "<|call|>",
+                             args_marker=" <|constrain|>json<|message|>")
+    forced = whole_answer(harmony, TOOLS, "get_time", False)
+    assert "<|call|>" not in forced.source
+    call = '<|channel|>commentary to=functions.get_time <|constrain|>json<|message|>{"zone": "UTC"}'
+    assert accepts(tokenizer, forced, call)
+    assert not accepts(tokenizer, forced, call + "<|call|>")

@@ -43,6 +43,23 @@ def test_anthropic_stream_joins_to_the_whole_message(claude) -> None:  # type: i
     assert streamed.usage.output_tokens == whole.usage.output_tokens
 
 
+def test_anthropic_stop_sequence_is_named(claude) -> None:  # type: ignore[no-untyped-def]
+    fields = dict(model="m", max_tokens=24, extra_body=GREEDY, messages=[{"role": "user", "content": "Name three colors."}])
+    whole = claude.messages.create(**fields).content[0].text
+    middle = len(whole) // 2
+    stop = whole[middle:middle + 3]  # a piece of the answer itself: it is reached whatever the model says
+    assert len(stop) == 3, whole
+    cut = whole[:whole.find(stop)]
+    message = claude.messages.create(**fields, stop_sequences=["never-written-QQ", stop])
+    assert (message.stop_reason, message.stop_sequence) == ("stop_sequence", stop)
+    assert message.content[0].text == cut
+    with claude.messages.stream(**fields, stop_sequences=[stop]) as stream:
+        streamed = stream.get_final_message()
+    assert (streamed.stop_reason, streamed.stop_sequence, streamed.content[0].text) == ("stop_sequence", stop, cut)
+    plain = claude.messages.create(**{**fields, "max_tokens": 200}, stop_sequences=["never-written-QQ"])
+    assert plain.stop_reason in ("end_turn", "max_tokens") and plain.stop_sequence is None
+
+
 def test_anthropic_errors_in_anthropic_shape(server: ApiServer) -> None:
     status, _, body = call(server.port, "POST", "/v1/messages", {"messages": [{"role": "user", "content": "Hi"}]})
     assert status == 400 and body["type"] == "error" and body["error"]["type"] == "invalid_request_error"
