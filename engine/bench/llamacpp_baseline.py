@@ -9,9 +9,11 @@ from engine.bench.workloads import STORY
 
 
 def highlevel_tokens_per_second(
-    path: str, max_tokens: int, repeat: int, threads: tuple[int, int], flash_attention: bool
+    path: str, max_tokens: int, repeat: int, threads: tuple[int, int], flash_attention: bool,
+    after_first_token: bool = False,
 ) -> float:
-    """`Llama.create_chat_completion(stream=True)`: tokens per second, best of `repeat` runs."""
+    """`Llama.create_chat_completion(stream=True)`: tokens per second, best of `repeat` runs; with
+    `after_first_token`, decoding only (the clock starts at the first token, which is not counted)."""
     import llama_cpp
 
     from engine.runners.llamacpp.load import same_model_params_for_highlevel
@@ -28,8 +30,13 @@ def highlevel_tokens_per_second(
             stream = cast(Iterator[dict[str, Any]], llm.create_chat_completion(
                 [{"role": "user", "content": f"{STORY} (Tab 0.)"}], max_tokens=max_tokens, temperature=0.0,
                 stream=True))
+            first_at = 0.0
             for chunk in stream:
-                count += 1 if chunk["choices"][0]["delta"].get("content") else 0
+                if chunk["choices"][0]["delta"].get("content"):
+                    count += 1
+                    first_at = first_at or time.perf_counter()
+            if after_first_token:  # the tokens after the first, over the time after it
+                started, count = first_at, count - 1
             speeds.append(count / (time.perf_counter() - started))
         return max(speeds)
     finally:
