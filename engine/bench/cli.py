@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from engine.bench.harness import BenchError
 from engine.bench.measure import measure
@@ -82,6 +83,15 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     return args
 
 
+def _read_json(path: str) -> dict[str, Any] | None:
+    try:
+        with open(path, encoding="utf-8") as file:
+            found = json.load(file)
+    except (OSError, ValueError):
+        return None
+    return found if isinstance(found, dict) else None
+
+
 def _shape_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.Namespace:
     from engine.bench.shapes import shape_model
 
@@ -121,6 +131,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from engine.bench.size import measure_size, size_table
 
             result = measure_size(args)
+            if args.json:  # parts of a row measured in several commands add up in one file
+                from engine.bench.size import merged
+
+                result = merged(_read_json(args.json), result)
             print(size_table(result))
         elif args.backend == "remote":
             from engine.bench.remote import measure_remote

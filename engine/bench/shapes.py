@@ -89,6 +89,8 @@ def write_q8_0(name: str, target: Path) -> Path:
     shape = SHAPES[name]
     fields = padded_vocabulary(reader, shape.vocab, shape_of(reader).vocab)
     fields["general.file_type"] = Q8_0_FILE_TYPE
+    if reader.get_field("llama.vocab_size") is not None:
+        fields["llama.vocab_size"] = shape.vocab
     types = {role: "Q8_0" for role in ("token_embd.weight", "output.weight", "attn_q.weight", "attn_k.weight",
                                        "attn_v.weight", "attn_output.weight", "ffn_gate.weight", "ffn_up.weight",
                                        "ffn_down.weight")}

@@ -66,11 +66,11 @@ def measure_size(args: argparse.Namespace) -> dict[str, Any]:
         if "memory" in parts:
             row.update(_memory(memory_figures(config, loaded), full))
     if "highlevel" in parts:
-        from engine.bench.llamacpp_baseline import highlevel_tokens_per_second
+        from engine.bench.llamacpp_baseline import highlevel_decode_tokens_per_second
 
         flash = row.get("attention", "").startswith("flash attention on")
-        row["highlevel_tok_s"] = highlevel_tokens_per_second(args.model, args.max_tokens, args.repeat, threads, flash,
-                                                             after_first_token=True)
+        row["highlevel_tok_s"] = highlevel_decode_tokens_per_second(args.model, args.max_tokens, args.repeat, threads,
+                                                                    flash)
     if "peer" in parts:
         row.update(_peer(args.model, threads[0], args.max_tokens))
     if "steps" in parts:
@@ -143,6 +143,21 @@ def _peer(path: str, threads: int, max_tokens: int) -> dict[str, Any]:
          "--interrupt_requests", "False"],
         port, "llama_cpp.server", [4], max_tokens, 1, {"min_tokens": max_tokens})
     return {"peer_server_4_tok_s": run["aggregate_tok_s"], "peer_ttft_ms_p99_4": run["ttft_ms_p99"]}
+
+
+def merged(previous: dict[str, Any] | None, result: dict[str, Any]) -> dict[str, Any]:
+    """`result` added to what an earlier `--json` file of the same folder held: a row of the same shape and
+    quantization takes the new parts' keys (a big shape measured in several commands), other rows stay."""
+    if not previous or "size" not in previous:
+        return result
+    rows = [dict(row) for row in previous["size"]]
+    for new in result["size"]:
+        same = [row for row in rows if (row["shape"], row["quant"]) == (new["shape"], new["quant"])]
+        if same:
+            same[0].update(new)
+        else:
+            rows.append(new)
+    return {**result, "size": rows, "parts": sorted(set(previous.get("parts", [])) | set(result["parts"]))}
 
 
 # ---------------------------------------------------------------- the table

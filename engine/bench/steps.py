@@ -22,9 +22,8 @@ def step_cost_ratios(path: str, threads: int, ks: Sequence[int] = (1, 2, 4, 8)) 
     from engine.runners.llamacpp.load import same_model_params_for_highlevel
 
     llama_cpp.llama_backend_init()
-    with same_model_params_for_highlevel(path):
-        model_params = llama_cpp.llama_cpp.llama_model_default_params()
-    model = llama_cpp.llama_model_load_from_file(path.encode(), model_params)
+    with same_model_params_for_highlevel(path):  # its buffer overrides live while the context manager does
+        model = llama_cpp.llama_model_load_from_file(path.encode(), llama_cpp.llama_cpp.llama_model_default_params())
     if not model:
         raise RuntimeError(f"llama.cpp could not load {path}")
     params = llama_cpp.llama_context_default_params()
