@@ -24,7 +24,8 @@ expected tokens per second; so a chat at p = 0.9 on that CPU drafts 4 tokens,
 not the 8 whose every token is merely likelier used than it costs.
 
 A chat whose drafts do not pay stops guessing and tries a single token again
-after a pause, which doubles with each miss: open-ended chat, or a machine
+after a pause, which doubles with each miss (grows fourfold while no guess of
+the turn has held): open-ended chat, or a machine
 where a draft token costs nearly what a generated one does, then loses almost
 nothing. The pause holds back only such guesses: a match of a length whose
 drafts have paid is drafted at once (a chat back on a passage after changing a
@@ -48,6 +49,7 @@ from engine.tuning import (
     MIN_COST_RATIO,
     MIN_SPREAD,
     MIN_TIMED_STEPS,
+    PAUSE_GROWTH_NEVER_ACCEPTED,
     PRIOR_ACCEPTED,
     PRIOR_TRIED,
     TIMING_MEMORY,
@@ -206,10 +208,11 @@ class Speculator:
             self.next_pause = FIRST_PAUSE
             return
         # Guessing does not pay (yet): even a guess that held cost nearly a token, so wait before
-        # the next one; after a miss, twice as long as last time.
+        # the next one; after a miss, twice as long as last time (four times while none has ever held).
         self.pause = self.next_pause
         if accepted < drafted:
-            self.next_pause = min(MAX_PAUSE, self.next_pause * 2)
+            growth = 2 if self.accepted else PAUSE_GROWTH_NEVER_ACCEPTED
+            self.next_pause = min(MAX_PAUSE, self.next_pause * growth)
 
     def _odds(self) -> Odds:
         return self.odds.setdefault(self._size, Odds())

@@ -42,6 +42,11 @@ MAX_DRAFT = 16
 PRIOR_ACCEPTED, PRIOR_TRIED = 1.0, 2.0  # before anything is known: an even chance per token (chosen)
 ACCEPTANCE_MEMORY = 0.8  # weight of the past in a chat's acceptance rate, per draft checked (chosen)
 FIRST_PAUSE, MAX_PAUSE = 4, 256  # steps without guesses after a miss; doubles with each further miss (chosen)
+# ...and grows fourfold while nothing this turn drafted was ever accepted. A guess made only to learn the odds
+# costs a share of a step: a step of 1+1 tokens took 1.44-1.60x one token's time on the Llama-3.2-1B shape in
+# Q4_K_M (AMD VM, 2 threads; docs/benchmarks.md, "Speed at the sizes people run"), so the doubling pauses'
+# five probes in a 128-token chat answer cost ~2-3% (0.97x/0.94x measured with 0% accepted).
+PAUSE_GROWTH_NEVER_ACCEPTED = 4
 # A draft token's cost in generated tokens' time until StepCost has measured it: 0.39-0.5 on the Intel VM
 # with the bundled model; StepCost measures it on the running machine within a few steps.
 DEFAULT_COST_RATIO = 0.5

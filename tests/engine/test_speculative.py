@@ -8,6 +8,7 @@ from engine.speculative import (
     DEFAULT_COST_RATIO,
     FIRST_PAUSE,
     MAX_DRAFT,
+    MAX_PAUSE,
     Odds,
     PromptLookup,
     Speculator,
@@ -114,11 +115,12 @@ def test_a_chat_whose_guesses_keep_missing_waits_longer_each_time_until_one_hold
                 empty += 1
         return gaps
 
-    assert gaps_between_drafts(4, accepted=0) == [0, FIRST_PAUSE, 2 * FIRST_PAUSE, 4 * FIRST_PAUSE]
+    # while nothing of the turn has ever held, the pause grows fourfold (up to MAX_PAUSE)
+    assert gaps_between_drafts(4, accepted=0) == [0, FIRST_PAUSE, 4 * FIRST_PAUSE, 16 * FIRST_PAUSE]
     assert lengths == [1] * 4, "a guess that does not pay is a single token"
     # Guesses hold: while the odds are still too low to pay they come at the same pause (a hit does not
-    # double it), then one every step.
-    assert gaps_between_drafts(12, accepted=9) == [8 * FIRST_PAUSE] + [16 * FIRST_PAUSE] * 2 + [0] * 9
+    # lengthen it), then one every step.
+    assert gaps_between_drafts(12, accepted=9) == [MAX_PAUSE] * 3 + [0] * 9
     assert lengths[4:] == sorted(lengths[4:]) and lengths[-1] == 9, f"they grow with the odds: {lengths}"
 
 
@@ -183,3 +185,15 @@ def test_a_pause_holds_back_guesses_but_not_a_match_whose_drafts_have_paid() -> 
     assert speculator.propose([9, 4], room=16, cost_ratio=0.39) == []
     speculator.pause = 0
     assert speculator.propose([], room=16, cost_ratio=0.39) == [5], "unpaused: a one-token guess"
+
+
+def test_once_a_guess_has_held_the_pause_after_a_miss_only_doubles() -> None:
+    speculator = Speculator(is_end=lambda token: False)
+    speculator.lookup.extend([1, 2, 3, 4, 5, 6, 7, 8, 9, 1, 2])
+    assert speculator.propose([], room=16, cost_ratio=0.9) == [3]
+    speculator.record(drafted=1, accepted=1)  # held, but at this cost it does not pay: a pause, not longer
+    assert (speculator.pause, speculator.next_pause) == (FIRST_PAUSE, FIRST_PAUSE)
+    speculator.pause = 0
+    speculator.propose([], room=16, cost_ratio=0.9)
+    speculator.record(drafted=1, accepted=0)
+    assert (speculator.pause, speculator.next_pause) == (FIRST_PAUSE, 2 * FIRST_PAUSE)
