@@ -210,7 +210,9 @@ class Submit:
     # ("reasoning_effort", '"low"'), the API's chat_template_kwargs.
     template_options: tuple[tuple[str, str], ...] = ()
     # Which loaded model answers: its path (or its name, as /v1/models lists it); empty: the model loaded
-    # last. A model that is not loaded ends the turn with an error that says so.
+    # last. A model being loaded: the turn waits for it (and ends with the load's error if it fails); with
+    # nothing loaded yet, an empty name waits for the load under way. A model neither loaded nor being loaded
+    # ends the turn with an error that says so.
     model: str = ""
     # This request's keep-alive for that model (the API's keep_alive / ttl), as LoadModel.keep_alive_s.
     keep_alive_s: float | None = None

@@ -89,3 +89,52 @@ def test_another_host_needs_a_key(default_model: str) -> None:
                             cwd=ROOT, capture_output=True, text=True, timeout=60,
                             env={k: v for k, v in os.environ.items() if k != "HEARTH_API_KEY"})
     assert result.returncode == 2 and "API key" in result.stderr
+
+
+def test_a_models_folder_is_served_on_demand_with_a_cap(requantized_model: str, default_model: str,
+                                                         tmp_path: Path) -> None:
+    """--models-dir with no --model: nothing loaded until named; --max-loaded 1 swaps the idle one out."""
+    import shutil
+
+    import openai
+
+    for source in (requantized_model, default_model):
+        shutil.copy(source, tmp_path / Path(source).name)
+    process = subprocess.Popen(
+        [sys.executable, "-c", NO_QT, "--models-dir", str(tmp_path), "--max-loaded", "1", "--port", "0",
+         "--threads", "1", "--slots", "1", "--context", "512", "--alias", "gpt-4o=SmolLM2-135M-Instruct.Q4_0"],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout is not None
+        ready = process.stdout.readline()
+        assert ready.startswith(f"hearth-serve: serving the models in {tmp_path} at "), ready
+        url = ready.split(" at ", 1)[1].split(" ", 1)[0].rstrip(",")
+        with openai.OpenAI(base_url=url, api_key="unused", max_retries=0, timeout=120) as client:
+            def loaded() -> dict[str, bool]:
+                return {m.id: m.model_extra["loaded"] for m in client.models.list()}
+
+            assert loaded() == {"SmolLM2-135M-Instruct.Q4_0": False, "SmolLM2-135M-Instruct.Q4_1": False}
+            for name, answered_by in (("gpt-4o", "SmolLM2-135M-Instruct.Q4_0"),
+                                      ("SmolLM2-135M-Instruct.Q4_1", "SmolLM2-135M-Instruct.Q4_1")):
+                answer = client.chat.completions.create(model=name, max_tokens=4, temperature=0,
+                                                        messages=[{"role": "user", "content": "Hi"}])
+                assert answer.model == answered_by
+                assert [model for model, is_loaded in loaded().items() if is_loaded] == [answered_by]
+        process.terminate()
+        assert process.wait(30) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.wait(30)
+
+
+def test_bad_model_flags_are_refused_in_words(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    from engine.server.cli import parse
+
+    for argv, said in ((["--alias", "gpt-4o"], "--alias takes NAME=MODEL"),
+                       (["--max-loaded", "-1"], "cannot be negative"),
+                       (["--models-dir", str(tmp_path / "nowhere")], "is not a folder")):
+        with pytest.raises(SystemExit):
+            parse(argv)
+        assert said in capsys.readouterr().err
+    assert parse(["--models-dir", str(tmp_path)]).model is None  # nothing loaded until a request names one
