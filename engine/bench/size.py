@@ -32,10 +32,7 @@ def long_prompt() -> Submit:
 
 def measure_size(args: argparse.Namespace) -> dict[str, Any]:
     """{"size": [row], ...}: the parts asked for, the row's keys where they were measured."""
-    import psutil
-
     from engine.bench.measure import _threads
-    from engine.bench.report import memory_figures
 
     parts = set(args.size_parts)
     threads = _threads(args)
@@ -46,25 +43,7 @@ def measure_size(args: argparse.Namespace) -> dict[str, Any]:
     if "limits" in parts:
         row.update(_limits(args.model, threads[0], args.max_tokens))
     if parts & {"decode", "prompt", "memory"}:
-        process = psutil.Process()
-        bench = Bench()
-        bench.loop.start()
-        try:
-            before = process.memory_info().rss
-            info = bench.load(config)
-            bench.serve([story_request("warm-up", 0, 4)])
-            bench.loop.send(CloseChat("warm-up"))
-            loaded = process.memory_info().rss - before
-            row["attention"], row["prompt_reading"] = info.attention, info.prompt_reading
-            if "decode" in parts:
-                row.update(_decode(bench, args.max_tokens))
-            if "prompt" in parts:
-                row.update(_prompt(bench))
-            full = process.memory_info().rss - before
-        finally:
-            bench.loop.shutdown()
-        if "memory" in parts:
-            row.update(_memory(memory_figures(config, loaded), full))
+        row.update(_engine_parts(config, parts, args.max_tokens))
     if "highlevel" in parts:
         from engine.bench.llamacpp_baseline import highlevel_decode_tokens_per_second
 
@@ -80,6 +59,34 @@ def measure_size(args: argparse.Namespace) -> dict[str, Any]:
     row["load_average_after"] = _load_average()
     return {"size": [row], "max_tokens": args.max_tokens, "parts": sorted(parts),
             "note": "random weights of the shape: real speed and memory, not real text"}
+
+
+def _engine_parts(config: ModelConfig, parts: set[str], max_tokens: int) -> dict[str, Any]:
+    """Decode, prompt and memory through one EngineLoop: RSS growth after load, and after the other parts."""
+    import psutil
+
+    from engine.bench.report import memory_figures
+
+    process, row = psutil.Process(), {}
+    bench = Bench()
+    bench.loop.start()
+    try:
+        before = process.memory_info().rss
+        info = bench.load(config)
+        bench.serve([story_request("warm-up", 0, 4)])
+        bench.loop.send(CloseChat("warm-up"))
+        loaded = process.memory_info().rss - before
+        row["attention"], row["prompt_reading"] = info.attention, info.prompt_reading
+        if "decode" in parts:
+            row.update(_decode(bench, max_tokens))
+        if "prompt" in parts:
+            row.update(_prompt(bench))
+        full = process.memory_info().rss - before
+    finally:
+        bench.loop.shutdown()
+    if "memory" in parts:
+        row.update(_memory(memory_figures(config, loaded), full))
+    return row
 
 
 def _file_bytes(path: str) -> int:
