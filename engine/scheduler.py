@@ -13,6 +13,10 @@ its sampler agreed with plus its own next token, and the scheduler drops the
 rejected rest from the cache and applies stop strings, the token limit and
 the context's end to each accepted token in turn, exactly as if they had come
 one per step.
+
+A constrained turn waits (in the queue, or paused where its grammar starts mid-answer) while the
+runner builds what constraints need on a worker thread (Runner.constraints_ready): the other chats
+keep stepping meanwhile.
 """
 
 from __future__ import annotations
@@ -38,6 +42,8 @@ from engine.sequence import Sequence, Status, common_prefix_length
 from engine.slots import MIN_SHARED_PREFIX, Slot, SlotTable
 from engine.speculative import Speculator, StepCost, choose_drafts
 from engine.tuning import DRAFT_SHARE_BESIDE_PROMPTS
+
+CONSTRAINTS_WAIT_S = 0.05  # how long an idle step waits for the constraints' tokenizer before looking again
 
 
 class Scheduler:
@@ -134,6 +140,8 @@ class Scheduler:
                 events += self._install_constraint(sequence, slot)
         planned = self._plan()
         if not planned:
+            if self._held_for_constraints():
+                self.runner.constraints_ready(wait=CONSTRAINTS_WAIT_S)  # nothing else to step: no spinning
             return events
         started = time.perf_counter()
         try:
@@ -146,6 +154,10 @@ class Scheduler:
         self._time_step([work for _, work in planned], time.perf_counter() - started)
         return events + self._update(planned, sampled)
 
+    def _held_for_constraints(self) -> bool:
+        return any(s.params.constraint is not None for s in self.waiting) or any(
+            s.pending_constraint is not None for s in self.running())
+
     def _time_step(self, work: list[SlotWork], seconds: float) -> None:
         prompt_tokens = sum(len(item.tokens) for item in work if len(item.tokens) > 1 or not item.sample)
         decoding = sum(1 for item in work if item.sample and len(item.tokens) == 1)
@@ -156,6 +168,9 @@ class Scheduler:
         deferred: list[Sequence] = []
         while self.waiting:
             sequence = self.waiting.popleft()
+            if sequence.params.constraint is not None and not self.runner.constraints_ready():
+                deferred.append(sequence)  # its grammar cannot be set yet: the others go first
+                continue
             if self.slots.prefix_being_computed(sequence):
                 deferred.append(sequence)  # it will copy that prefix in a step or two
                 continue
@@ -202,7 +217,9 @@ class Scheduler:
     def _plan(self) -> list[tuple[Sequence, SlotWork]]:
         """Decode tokens first, then drafts, then prompt chunks in arrival order, within the step's budget."""
         budget = self.runner.batch_tokens
-        running = sorted(self.slots.running(), key=lambda pair: (pair[1].uncomputed > 1, pair[1].submitted_at))
+        # A turn whose constraint waits for the runner (_install_constraint) sits this step out
+        running = [pair for pair in self.slots.running() if pair[1].pending_constraint is None]
+        running = sorted(running, key=lambda pair: (pair[1].uncomputed > 1, pair[1].submitted_at))
         decoding = [pair for pair in running if pair[1].uncomputed == 1][: max(budget, 0)]
         prompts = [pair for pair in running if pair[1].uncomputed > 1]
         budget -= len(decoding)
@@ -288,11 +305,6 @@ class Scheduler:
         """The constraint asked for by constrain_next, from the token after the last one taken in: the
         cache drops whatever the step put in past it (that last token is fed again next step)."""
         assert sequence.pending_constraint is not None
-        (constraint,), sequence.pending_constraint = sequence.pending_constraint, None
-        try:
-            self.runner.set_constraint(slot.index, constraint)
-        except ConstraintError as error:
-            return self._finish(sequence, "error", str(error))
         keep = sequence.length - 1
         if sequence.computed > keep:
             if not self.runner.remove_from(slot.index, keep):
@@ -300,6 +312,14 @@ class Scheduler:
                 keep = 0
             sequence.computed = keep
             del slot.cached[keep:]
+        (constraint,) = sequence.pending_constraint
+        if constraint is not None and not self.runner.constraints_ready():
+            return []  # still pending: step() tries again, _plan leaves the turn out meanwhile
+        sequence.pending_constraint = None
+        try:
+            self.runner.set_constraint(slot.index, constraint)
+        except ConstraintError as error:
+            return self._finish(sequence, "error", str(error))
         return []
 
     def _settle_draft(self, sequence: Sequence, slot: Slot, drafted: int, accepted: int, now: float) -> None:

@@ -19,10 +19,11 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from app.history.parts import text_field, tool_calls_from_json, tool_calls_to_json
 from app.history.records import ROLES, STATES, ChatSnapshot, HistoryImportError, StoredMessage, active_path
+from engine.documents.extract import Document
 from engine.protocol import ToolCall
 
 FORMAT_VERSION = 1
@@ -63,7 +64,8 @@ class ImportedChat:
 # ---------------------------------------------------------------- export
 
 
-def export_json(snapshot: ChatSnapshot) -> str:
+def export_json(snapshot: ChatSnapshot, documents: Sequence[Document] = ()) -> str:
+    """`documents`: the chat's attached files, exported with their text."""
     chat = snapshot.chat
     document = {
         "model": chat.model,
@@ -76,6 +78,8 @@ def export_json(snapshot: ChatSnapshot) -> str:
             "updated": chat.updated,
             "active_root_id": chat.active_root_id,
             "messages": [_message_record(m) for m in snapshot.messages],
+            "documents": [{"name": d.name, "kind": d.kind,
+                           "pages": [{"number": p.number, "text": p.text} for p in d.pages]} for d in documents],
         },
     }
     return json.dumps(document, ensure_ascii=False, indent=2)
@@ -115,7 +119,8 @@ def _message_record(message: StoredMessage) -> dict[str, Any]:
     }
 
 
-def export_markdown(snapshot: ChatSnapshot) -> str:
+def export_markdown(snapshot: ChatSnapshot, documents: Sequence[Document] = ()) -> str:
+    """`documents`: the chat's attached files, listed by name (their text is in the JSON export)."""
     chat = snapshot.chat
     lines = [f"# {chat.title}", ""]
     if chat.model:
@@ -125,6 +130,10 @@ def export_markdown(snapshot: ChatSnapshot) -> str:
         lines.append(f"Settings: {settings}  ")
     stamp = datetime.fromtimestamp(chat.created).strftime("%Y-%m-%d %H:%M")
     lines += [f"Started: {stamp}", ""]
+    if documents:
+        lines += ["Attached files:", ""]
+        lines += [f"- {d.name} ({d.kind}, {len(d.pages)} page{'s' if len(d.pages) != 1 else ''})" for d in documents]
+        lines.append("")
     for message in snapshot.path():
         title = f"Tool result: {message.tool_name}" if message.role == "tool" else message.role.capitalize()
         lines += [f"## {title}", ""] + _thinking_markdown(message.reasoning)

@@ -47,7 +47,8 @@ from app.history.rows import (
     point_to,
     user_message_count,
 )
-from engine.documents.index import delete_index
+from engine.documents.extract import Document
+from engine.documents.index import DocumentIndex, delete_index, index_path
 from engine.protocol import ToolCall
 
 __all__ = ["HistoryError", "HistoryStore", "default_database_path", "new_id"]
@@ -342,10 +343,21 @@ class HistoryStore:
         return [SearchHit(r["chat_id"], r["title"], bool(r["is_open"]), r["id"], r["role"], r["snippet"], r["created"]) for r in rows]
 
     def export_markdown(self, chat_id: str) -> str:
-        return history_io.export_markdown(self.load_chat(chat_id))
+        return history_io.export_markdown(self.load_chat(chat_id), self._documents(chat_id))
 
     def export_json(self, chat_id: str) -> str:
-        return history_io.export_json(self.load_chat(chat_id))
+        return history_io.export_json(self.load_chat(chat_id), self._documents(chat_id))
+
+    def _documents(self, chat_id: str) -> list[Document]:
+        """The chat's attached files as their index holds them (none where it has no index)."""
+        path = index_path(self.path.parent / "documents", chat_id)
+        if not path.exists():
+            return []
+        index = DocumentIndex(path)
+        try:
+            return [index.document(entry.id) for entry in index.documents()]
+        finally:
+            index.close()
 
     def import_file(self, path: str | Path) -> Chat:
         return self.import_json(history_io.read_import_file(path), str(path))

@@ -7,6 +7,10 @@ the GIL too) run at the same time and unconstrained chats do not wait for the ma
 draft gets one mask per row: the next token's, then the one after each draft token in turn (the
 matcher advanced over the draft and rolled back), so a drafted token the constraint forbids can
 never be sampled and is rejected like any other mismatch.
+
+llguidance's view of the vocabulary takes seconds to build (2 s for a 49k vocabulary, 13 s for 128k):
+`ready()` builds it on a worker thread of its own, so the engine keeps stepping the other chats while
+a constrained one waits (the scheduler holds it back until `ready()` says so).
 """
 
 from __future__ import annotations
@@ -37,7 +41,8 @@ class _Rows:
 
 
 class SlotConstraints:
-    """What each slot's samples must match; `tokenizer` is built on first use (about a second)."""
+    """What each slot's samples must match; `tokenizer` is built on first use, off the engine thread
+    where `ready()` is asked first."""
 
     def __init__(self, tokenizer: Callable[[], LLTokenizer], n_vocab: int) -> None:
         self._make_tokenizer = tokenizer
@@ -50,6 +55,8 @@ class SlotConstraints:
         self._rows: dict[int, _Rows] = {}
         self._thread: threading.Thread | None = None
         self._failure: BaseException | None = None
+        self._building: threading.Thread | None = None
+        self._build_error: ConstraintError | None = None
 
     # ------------------------------------------------------------ per slot
 
@@ -85,12 +92,34 @@ class SlotConstraints:
             compiled = self._compiled[constraint] = matcher
         return compiled
 
+    def ready(self, wait: float = 0.0) -> bool:
+        """True when a constraint can be set at once; the first call starts building the tokenizer on a
+        worker thread. `wait`: seconds to wait for it. A build that failed counts as ready: set() then
+        raises its ConstraintError, and the turn ends with it."""
+        if self._tokenizer is not None or self._build_error is not None:
+            return True
+        if self._building is None:
+            self._building = threading.Thread(target=self._build, name="constraint-tokenizer", daemon=True)
+            self._building.start()
+        if wait > 0:
+            self._building.join(wait)
+        return self._tokenizer is not None or self._build_error is not None
+
+    def _build(self) -> None:
+        try:
+            self._tokenizer = self._make_tokenizer()
+        except (ValueError, TypeError, RuntimeError) as error:  # llguidance.hf: "Only fast tokenizers ..."
+            self._build_error = ConstraintError(f"Constrained decoding cannot read this model's vocabulary: {error}")
+
     def tokenizer(self) -> LLTokenizer:
-        if self._tokenizer is None:
-            try:
-                self._tokenizer = self._make_tokenizer()
-            except (ValueError, TypeError, RuntimeError) as error:  # llguidance.hf: "Only fast tokenizers ..."
-                raise ConstraintError(f"Constrained decoding cannot read this model's vocabulary: {error}") from error
+        if self._tokenizer is None and self._build_error is None:
+            if self._building is None:
+                self._build()  # nobody asked ready() first: build it here
+            else:
+                self._building.join()
+        if self._build_error is not None:
+            raise self._build_error
+        assert self._tokenizer is not None
         return self._tokenizer
 
     # ------------------------------------------------------------ a step's masks

@@ -88,6 +88,12 @@ class Runner(Protocol):
         For a grammar that starts mid-answer (a tool call the model just opened). A finished
         constraint allows only end-of-generation. Raises ConstraintError as begin_turn does."""
 
+    def constraints_ready(self, wait: float = 0.0) -> bool:
+        """True when begin_turn / set_constraint can take a constraint without a pause. The first call
+        starts building what constraints need (llguidance's view of the vocabulary: seconds) on a worker
+        thread; until it is built the scheduler holds constrained turns back and steps the others.
+        `wait`: seconds to wait for it (when nothing else can step)."""
+
     def step_logprobs(self, slot: int) -> list[TokenLogprob]:
         """The log-probabilities of the tokens `slot` got from the last forward, one per token, taken
         from the model's row before any constraint's mask; empty unless params.logprobs is set."""

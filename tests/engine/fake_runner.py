@@ -11,6 +11,7 @@ rejected tail itself.
 
 from __future__ import annotations
 
+import threading
 from typing import Sequence
 
 from engine.detokenizer import ByteDetokenizer
@@ -48,6 +49,9 @@ class FakeRunner:
         self.constraints: list[tuple[int, Constraint | None]] = []  # set_constraint calls: (slot, constraint)
         self.last_sampled: dict[int, list[int]] = {}
         self.sampled_under: dict[int, list[int]] = {}  # slot -> the tokens it sampled with a constraint set
+        self.constraints_gate = threading.Event()  # cleared: constrained decoding is not ready yet
+        self.constraints_gate.set()
+        self.constraint_waits = 0
         self.info = ModelInfo("fake", "", "llamacpp", "cpu", "none", "none", context_length, slots, 0, 0, False)
 
     def render_chat(self, messages: Sequence[ChatMessage], tools: Sequence[ToolSpec] = (),
@@ -72,6 +76,13 @@ class FakeRunner:
             self.sampled_under.pop(slot, None)
         else:
             self.sampled_under[slot] = []
+
+    def constraints_ready(self, wait: float = 0.0) -> bool:
+        """Always ready unless a test holds it back (`constraints_gate` cleared): then the waits are counted."""
+        if self.constraints_gate.is_set():
+            return True
+        self.constraint_waits += 1
+        return False
 
     def step_logprobs(self, slot: int) -> list[TokenLogprob]:
         """Token t's log-probability is -t/1000: a scripted value the scheduler's events must carry."""

@@ -193,6 +193,9 @@ class LlamaCppRunner:
     def set_constraint(self, slot: int, constraint: Constraint | None) -> None:
         self._rows.constraints.set(slot, constraint)
 
+    def constraints_ready(self, wait: float = 0.0) -> bool:
+        return self._rows.constraints.ready(wait)
+
     def step_logprobs(self, slot: int) -> list[TokenLogprob]:
         return self._rows.entries.get(slot, [])
 

@@ -1,0 +1,85 @@
+"""llguidance's tokenizer is built off the engine thread: a constrained turn waits for it while the
+other chats keep stepping (counted in events and steps, never timed)."""
+
+from __future__ import annotations
+
+import json
+import threading
+
+import pytest
+
+from engine.constraints import ConstraintError
+from engine.constraints.slots import SlotConstraints
+from engine.parsing.formats import FALLBACK_TOOL_FORMAT, OutputFormat
+from engine.parsing.prompt import TurnSetup
+from engine.protocol import Constraint, SamplingParams, ToolCallStarted, ToolSpec, TurnStarted
+from engine.scheduler import Scheduler
+from tests.engine.fake_runner import FakeRunner, encode
+from tests.engine.parsing.test_scheduler_parts import END_OF_PROMPT, MarkupRunner
+from tests.engine.test_scheduler import finished, run_until_idle, text_of
+
+FREE = SamplingParams(temperature=0, max_new_tokens=200, speculative="off")
+WORDS = SamplingParams(temperature=0, max_new_tokens=200, speculative="off", constraint=Constraint("regex", "[a-z ]+"))
+LONG = "a long free answer that keeps going while the other chat waits"
+
+
+def test_the_tokenizer_is_built_on_a_worker_thread() -> None:
+    release, built_on = threading.Event(), []
+    sentinel = object()
+
+    def build():  # stands in for llguidance.hf.from_tokenizer: it finishes when the test says so
+        built_on.append(threading.current_thread())
+        release.wait(30)
+        return sentinel
+
+    constraints = SlotConstraints(build, 8)  # type: ignore[arg-type]
+    assert not constraints.ready() and not constraints.ready(), "it is still being built"
+    release.set()
+    assert constraints.ready(wait=30) and constraints.tokenizer() is sentinel
+    assert len(built_on) == 1 and built_on[0] is not threading.current_thread()
+
+
+def test_a_tokenizer_that_cannot_be_built_ends_the_turn_with_why() -> None:
+    def build():
+        raise ValueError("Only fast tokenizers are supported")
+
+    constraints = SlotConstraints(build, 8)  # type: ignore[arg-type]
+    assert constraints.ready(wait=30), "a failed build is ready: the turn ends with its message"
+    with pytest.raises(ConstraintError, match="fast tokenizers"):
+        constraints.set(0, Constraint("regex", "a+"))
+
+
+def test_free_chats_step_while_a_constrained_one_waits_for_the_tokenizer() -> None:
+    runner = FakeRunner({"c": "abc", "f": LONG})
+    runner.constraints_gate.clear()
+    scheduler = Scheduler(runner)
+    events = scheduler.submit("c", encode("c>"), WORDS) + scheduler.submit("f", encode("f>"), FREE)
+    for _ in range(20):
+        events += scheduler.step()
+    assert len(text_of(events, "f")) >= 15, "the free chat kept generating"
+    assert not [e for e in events if isinstance(e, TurnStarted) and e.chat_id == "c"], "the constrained one waits"
+    assert runner.constraint_waits >= 20
+    runner.constraints_gate.set()
+    events += run_until_idle(scheduler)
+    assert text_of(events, "c") == "abc" and text_of(events, "f") == LONG
+
+
+def test_a_call_opened_mid_answer_pauses_until_its_grammar_can_be_set() -> None:
+    weather = ToolSpec("get_weather", "", json.dumps({"type": "object"}))
+    call = '<tool_call>\n{"name": "get_weather", "arguments": {}}\n</tool_call>'
+    runner = MarkupRunner({"c": call, "f": LONG}, context_length=512)
+    runner.constraints_gate.clear()
+    scheduler = Scheduler(runner)
+    setup = TurnSetup(OutputFormat(), FALLBACK_TOOL_FORMAT, False, (weather,), "auto")
+    events = scheduler.submit("c", encode("c" + END_OF_PROMPT), FREE, setup)
+    events += scheduler.submit("f", encode("f" + END_OF_PROMPT), FREE)
+    for _ in range(30):
+        events += scheduler.step()
+    cached = "".join(chr(t) for t in runner.kv[0])
+    assert cached.endswith("<tool_call>") or cached.endswith("<tool_call"), cached
+    assert not runner.constraints and not [e for e in events if isinstance(e, ToolCallStarted)]
+    assert len(text_of(events, "f")) >= 25, "the free chat kept generating while the call waited"
+    runner.constraints_gate.set()
+    events += run_until_idle(scheduler)
+    assert [c.kind for _, c in runner.constraints if c is not None] == ["lark"]
+    assert finished(events, "c").reason == "tool_calls" and text_of(events, "f") == LONG
