@@ -8,13 +8,14 @@ the model loaded last. `problem()` names an alias line that is not name=model; t
 
 from __future__ import annotations
 
-from PySide6.QtWidgets import (QCheckBox, QDoubleSpinBox, QFormLayout, QGroupBox, QHBoxLayout, QLabel, QPlainTextEdit,
+from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QFormLayout, QGroupBox, QHBoxLayout, QLabel, QPlainTextEdit,
                                QWidget)
 
 from app.settings.store import Settings, parse_aliases
 from engine.units import format_bytes
 
 FOREVER_MINUTES = -1.0
+LOAD_BY_NAME = (("when serving this computer only", "local"), ("always", "on"), ("never", "off"))
 
 
 class ModelsSection(QGroupBox):
@@ -43,7 +44,10 @@ class ModelsSection(QGroupBox):
         self.budget_hint.setProperty("role", "hint")
         budget_row.addWidget(self.budget_hint)
         budget_row.addStretch(1)
-        self.load_by_name_check = QCheckBox("An API request that names a model of the library loads it")
+        self.load_by_name_combo = QComboBox()
+        self.load_by_name_combo.setToolTip("An API request that names a model of the library loads it")
+        for label, value in LOAD_BY_NAME:
+            self.load_by_name_combo.addItem(label, value)
         self.unknown_default_check = QCheckBox("Answer unknown model names with the model loaded last")
         self.aliases_edit = QPlainTextEdit()
         self.aliases_edit.setPlaceholderText("gpt-4o=SmolLM2-135M-Instruct.Q4_1\none name=model a line")
@@ -55,7 +59,7 @@ class ModelsSection(QGroupBox):
         form = QFormLayout(self)
         form.addRow("Keep idle models", keep_row)
         form.addRow("Memory budget", budget_row)
-        form.addRow(self.load_by_name_check)
+        form.addRow("Load models by name", self.load_by_name_combo)
         form.addRow("Aliases", self.aliases_edit)
         form.addRow(self.unknown_default_check)
         form.addRow(self.problem_label)
@@ -65,7 +69,7 @@ class ModelsSection(QGroupBox):
         self.forever_check.setChecked(minutes < 0)
         self.keep_alive_spin.setValue(15.0 if minutes < 0 else minutes)
         self.budget_spin.setValue(settings.get("models.budget_gib"))
-        self.load_by_name_check.setChecked(settings.get("server.allow_load_by_name"))
+        self.load_by_name_combo.setCurrentIndex(self.load_by_name_combo.findData(settings.get("server.load_by_name")))
         self.unknown_default_check.setChecked(settings.get("server.unknown_model_is_default"))
         self.aliases_edit.setPlainText("\n".join(settings.get("server.aliases")))
 
@@ -84,6 +88,6 @@ class ModelsSection(QGroupBox):
         target.set("models.keep_alive_min", FOREVER_MINUTES if self.forever_check.isChecked()
                    else self.keep_alive_spin.value())
         target.set("models.budget_gib", self.budget_spin.value())
-        target.set("server.allow_load_by_name", self.load_by_name_check.isChecked())
+        target.set("server.load_by_name", self.load_by_name_combo.currentData())
         target.set("server.unknown_model_is_default", self.unknown_default_check.isChecked())
         target.set("server.aliases", self.alias_lines())

@@ -108,7 +108,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("models.keep_alive_min", float, 15.0, "Minutes an idle model stays loaded; -1: forever."),
     Setting("models.budget_gib", float, 0.0, "Memory all loaded models may use together, in GiB; 0: what the "
             "estimate says fits this machine."),
-    Setting("server.allow_load_by_name", bool, True, "An API request naming a model of the library loads it."),
+    Setting("server.load_by_name", str, "local", "An API request naming a model of the library loads it: local (when "
+            "the API serves this computer only), on, or off.", ("local", "on", "off")),
     Setting("server.aliases", list, [], "Names clients send and the model each means, as name=model lines."),
     Setting("server.unknown_model_is_default", bool, False, "A model name the API does not know gets the model "
             "loaded last instead of a 404."),
@@ -262,7 +263,7 @@ def server_options(settings: Settings) -> ServerOptions | None:
     return ServerOptions(host=settings.get("server.host").strip(), port=settings.get("server.port"),
                          api_key=load_secret(LOCAL_API_KEY),
                          cors_origins=tuple(settings.get("server.cors_origins")),
-                         allow_load_by_name=settings.get("server.allow_load_by_name"),
+                         allow_load_by_name={"on": True, "off": False}.get(settings.get("server.load_by_name")),
                          aliases=parse_aliases(settings.get("server.aliases"))[0],
                          unknown_model_is_default=settings.get("server.unknown_model_is_default"))
 

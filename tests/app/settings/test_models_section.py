@@ -16,10 +16,10 @@ def test_the_section_round_trips_through_the_settings_file(qtbot, tmp_path) -> N
     section.load(settings)
     assert section.keep_alive_spin.value() == 15 and not section.forever_check.isChecked()
     assert section.budget_spin.text() == "what fits here" and "3.0 GiB" in section.budget_hint.text()
-    assert section.load_by_name_check.isChecked() and not section.unknown_default_check.isChecked()
+    assert section.load_by_name_combo.currentData() == "local" and not section.unknown_default_check.isChecked()
     section.forever_check.setChecked(True)
     section.budget_spin.setValue(6.5)
-    section.load_by_name_check.setChecked(False)
+    section.load_by_name_combo.setCurrentIndex(section.load_by_name_combo.findData("off"))
     section.unknown_default_check.setChecked(True)
     section.aliases_edit.setPlainText("gpt-4o = SmolLM2\n\nclaude=/models/other.gguf\n")
     assert section.problem() == ""
@@ -38,7 +38,7 @@ def test_the_section_round_trips_through_the_settings_file(qtbot, tmp_path) -> N
     qtbot.addWidget(reread)
     reread.load(again)
     assert reread.forever_check.isChecked() and not reread.keep_alive_spin.isEnabled()
-    assert reread.budget_spin.value() == 6.5 and reread.alias_lines() == again.get("server.aliases")
+    assert reread.load_by_name_combo.currentData() == "off" and reread.budget_spin.value() == 6.5 and reread.alias_lines() == again.get("server.aliases")
 
 
 def test_defaults_keep_15_minutes_and_budget_what_fits(tmp_path) -> None:

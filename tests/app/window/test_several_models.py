@@ -69,7 +69,7 @@ def test_compare_streams_two_models_at_once_and_continues_one_as_a_chat(qtbot, s
     dialog.send()
     near, far = dialog.panes
     assert bridge.submitted[-1][0] == near.chat_id and bridge.models[-1] == DEFAULT
-    assert (config := bridge.loads[-1][0]).path == OTHER, "the model not loaded yet is loaded for its pane"
+    assert bridge.loads[-1][0].path == OTHER, "the model not loaded yet is loaded for its pane"
     assert "Loading Other model" in far.view.toPlainText()
     bridge.finish_loading(OTHER_INFO)
     assert bridge.submitted[-1][0] == far.chat_id and bridge.models[-1] == OTHER
