@@ -26,6 +26,7 @@ from engine.protocol import (
     CloseChat,
     Command,
     EngineError,
+    EngineOptions,
     EngineStats,
     Event,
     LoadModel,
@@ -34,6 +35,7 @@ from engine.protocol import (
     ModelLoaded,
     ModelLoadFailed,
     ModelLoading,
+    ModelUnloaded,
     ReasoningText,
     SamplingParams,
     Submit,
@@ -45,6 +47,7 @@ from engine.protocol import (
     TurnQueued,
     TurnStarted,
     TurnStats,
+    UnloadModel,
 )
 
 from app.misc.qt_compat import guard_emit_refcount_bug
@@ -78,6 +81,10 @@ class EngineBridge(QObject):
     model_loaded = Signal(object)  # ModelInfo
     model_load_failed = Signal(str)  # message for a person
     engine_failed = Signal(str)  # message for a person
+    # Several models: the same events with the path of the model they are about.
+    model_loading_at = Signal(str, float, str)  # path, fraction, message
+    model_failed_at = Signal(str, str)  # path, message
+    model_unloaded = Signal(object)  # ModelUnloaded
 
     # Emitted on the engine thread; the connection is queued to the GUI thread.
     _engine_event = Signal(object)
@@ -89,6 +96,9 @@ class EngineBridge(QObject):
         self._model_info: ModelInfo | None = None
         self._config: ModelConfig | None = None
         self._loading = False
+        self.loaded_models: dict[str, ModelInfo] = {}  # path -> what the engine loaded there
+        self.loading_models: dict[str, float] = {}  # path -> fraction, while it loads
+        self._chat_models: dict[str, str] = {}  # chat id -> the path its Submits name ("" : the model loaded last)
         self._dispatch: dict[type, Callable[[Any], None]] = {
             Token: self._on_token,
             ReasoningText: lambda event: self.reasoning_received.emit(event.chat_id, event.text),
@@ -103,6 +113,7 @@ class EngineBridge(QObject):
             ModelLoading: self._on_model_loading,
             ModelLoaded: self._on_model_loaded,
             ModelLoadFailed: self._on_model_load_failed,
+            ModelUnloaded: self._on_model_unloaded,
             EngineError: self._on_engine_error,
         }
         self._engine_event.connect(self._on_engine_event)
@@ -138,11 +149,24 @@ class EngineBridge(QObject):
         """Start the engine thread (idle until a model is loaded)."""
         self._host.start()
 
-    def load_model(self, config: ModelConfig) -> None:
-        """Load in the background; progress, then model_loaded or model_load_failed."""
+    def load_model(self, config: ModelConfig, keep_alive_s: float | None = None) -> None:
+        """Load in the background, beside the models loaded already (the same path: instead of it);
+        progress, then model_loaded or model_load_failed."""
         self._config = config
         self._loading = True
-        self._send(LoadModel(config))
+        self.loading_models[config.path] = 0.0
+        self._send(LoadModel(config, keep_alive_s))
+
+    def unload_model(self, path: str) -> None:
+        self._send(UnloadModel(path))
+
+    def set_options(self, options: EngineOptions) -> None:
+        """The memory budget and keep-alive the engine keeps its models with."""
+        self._send(options)
+
+    def set_chat_model(self, chat_id: str, path: str) -> None:
+        """The model this chat's turns go to from now on ("" : the model loaded last)."""
+        self._chat_models[chat_id] = path
 
     def submit(self, chat_id: str, messages: Sequence[ChatMessage], sampling: SamplingParams,
                template_options: tuple[tuple[str, str], ...] = (), tools: tuple[ToolSpec, ...] = (),
@@ -150,13 +174,14 @@ class EngineBridge(QObject):
         """One turn; `template_options`: the chat template's variables (the chat's Think choice);
         `tools`: the MCP tools the model may call (the calls come back in TurnFinished.tool_calls)."""
         self._send(Submit(chat_id, tuple(messages), sampling, template_options=tuple(template_options),
-                          tools=tuple(tools), tool_choice=tool_choice))
+                          tools=tuple(tools), tool_choice=tool_choice, model=self._chat_models.get(chat_id, "")))
 
     def cancel(self, chat_id: str) -> None:
         self._send(Cancel(chat_id))
 
     def close_chat(self, chat_id: str) -> None:
         """The tab is gone: the engine cancels its turn and frees its slot."""
+        self._chat_models.pop(chat_id, None)
         self._send(CloseChat(chat_id))
 
     def cancel_load(self) -> None:
@@ -170,6 +195,8 @@ class EngineBridge(QObject):
         """A fresh engine thread after a failure, reloading the last model."""
         self.shutdown()
         self._model_info = None
+        self.loaded_models.clear()
+        self.loading_models.clear()
         self.start()
         if self._config is not None:
             self.load_model(self._config)
@@ -197,20 +224,36 @@ class EngineBridge(QObject):
 
     def _on_model_loading(self, event: ModelLoading) -> None:
         self._loading = True
+        self.loading_models[event.path] = event.fraction
         self.model_loading.emit(event.fraction, event.message)
+        self.model_loading_at.emit(event.path, event.fraction, event.message)
 
     def _on_model_loaded(self, event: ModelLoaded) -> None:
-        self._loading = False
+        self.loading_models.pop(event.info.path, None)
+        self._loading = bool(self.loading_models)
         self._model_info = event.info
+        self.loaded_models[event.info.path] = event.info
         self.model_loaded.emit(event.info)
 
     def _on_model_load_failed(self, event: ModelLoadFailed) -> None:
-        self._loading = False
+        self.loading_models.pop(event.path, None)
+        self._loading = bool(self.loading_models)
         if not event.previous_kept:
-            self._model_info = None
+            self.loaded_models.pop(event.path, None)
+            if self._model_info is not None and self._model_info.path == event.path:
+                self._model_info = next(reversed(self.loaded_models.values()), None)
+        self.model_failed_at.emit(event.path, event.message)
         self.model_load_failed.emit(event.message)
+
+    def _on_model_unloaded(self, event: ModelUnloaded) -> None:
+        self.loaded_models.pop(event.path, None)
+        if self._model_info is not None and self._model_info.path == event.path:
+            self._model_info = next(reversed(self.loaded_models.values()), None)
+        self.model_unloaded.emit(event)
 
     def _on_engine_error(self, event: EngineError) -> None:
         self._loading = False
         self._model_info = None
+        self.loaded_models.clear()
+        self.loading_models.clear()
         self.engine_failed.emit(event.message)

@@ -27,6 +27,7 @@ from app.chat.attachments import AttachmentsBar
 from app.settings.store import Settings
 from app.chat.message_actions import MessageActions
 from app.chat.message_list import MessageCard, MessageList
+from app.chat.model_picker import ModelPicker
 from app.chat.panel import ChatPanel
 from app.chat.stats_line import stats_line
 from app.chat.think_control import ThinkControl
@@ -63,6 +64,8 @@ class ChatTab(QWidget):
     messages_deleted = Signal(str, int)  # messages[index:] were removed
     branch_step_requested = Signal(str, int, int)  # ... and -1/+1: show the previous/next alternative
     think_settings_changed = Signal(str, dict)  # chat_id, the Think choice and budget to store with the chat
+    model_chosen = Signal(str, str)  # chat_id, the path of the model the user picked in the header
+    compare_requested = Signal(str)  # chat_id: Compare… in the header
 
     def __init__(
         self, bridge: EngineBridge, defaults: Defaults, title: str, parent: QWidget | None = None, chat_id: str = "",
@@ -75,6 +78,7 @@ class ChatTab(QWidget):
         self.title = title
         self.title_from_user = False
         self.messages: list[ChatMessage] = []
+        self.model_path = ""  # the model this chat talks to ("" : the window's, the model loaded last)
         self.answering = False
         self._bridge, self._defaults = bridge, defaults
         self._pending: list[str] = []
@@ -94,6 +98,33 @@ class ChatTab(QWidget):
             self.chat_tools.results_ready.connect(self._on_tool_results)
             self.chat_tools.stopped.connect(self._on_tools_stopped)
         self.set_model_ready(False, "Starting…")
+
+    def _build_header(self) -> QHBoxLayout:
+        self.model_picker = ModelPicker(self)
+        self.model_picker.model_chosen.connect(self._on_model_picked)
+        self.compare_button = QPushButton("Compare…")
+        self.compare_button.setToolTip("Send one message to several models side by side")
+        self.compare_button.clicked.connect(lambda: self.compare_requested.emit(self.chat_id))
+        header = QHBoxLayout()
+        header.setContentsMargins(12, 6, 12, 0)
+        header.addWidget(self.model_picker)
+        header.addWidget(self.compare_button)
+        header.addStretch(1)
+        return header
+
+    def set_model_path(self, path: str) -> None:
+        """The chat's model, as chosen elsewhere (emits nothing)."""
+        self.model_path = path
+        self.model_picker.set_path(path)
+
+    def choose_model(self, path: str) -> None:
+        """As if the user picked `path` in the header (the history restoring the chat's model)."""
+        self.set_model_path(path)
+        self.model_chosen.emit(self.chat_id, path)
+
+    def _on_model_picked(self, path: str) -> None:
+        self.model_path = path
+        self.model_chosen.emit(self.chat_id, path)
 
     def _build(self) -> None:
         self.view = MessageList(self)
@@ -136,6 +167,7 @@ class ChatTab(QWidget):
             buttons.addWidget(button)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 6)
+        layout.addLayout(self._build_header())
         self.welcome = QLabel(self)
         self.welcome.setObjectName("welcome")  # styled in resources/style.qss
         self.welcome.setWordWrap(True)

@@ -129,6 +129,8 @@ class HistoryUI(QObject):
             self._restoring = restoring
         tab.title_from_user = not snapshot.chat.title_auto
         tab.set_think_settings(snapshot.chat.settings)
+        if snapshot.chat.settings.get("model_path"):
+            tab.choose_model(snapshot.chat.settings["model_path"])  # the chat's own model, loaded if it is not
         self.render(tab, snapshot)
         self.branches.show_positions(snapshot)
         self.branches.restore_scroll(tab, snapshot)
@@ -168,15 +170,24 @@ class HistoryUI(QObject):
         self.branches.attach(tab)
         tab.title_changed.connect(lambda title, tab=tab: self._on_title_changed(tab, title))
         tab.think_settings_changed.connect(self.client.update_chat_settings)
+        tab.model_chosen.connect(lambda chat_id, path: self.client.update_chat_settings(chat_id, {"model_path": path}))
         if self._restoring:
             return
         model, settings = self.host.chat_record()
+        if tab.model_path:
+            settings = {**settings, "model_path": tab.model_path}
         self.client.create_chat(tab.title if tab.title_from_user else "", model, settings, tab.chat_id)
         self.save_tabs()
 
     def _on_title_changed(self, tab: ChatTab, title: str) -> None:
         if tab.title_from_user and not self._restoring:
             self.client.rename_chat(tab.chat_id, title)
+
+    def store_conversation(self, tab: ChatTab) -> None:
+        """A tab that starts with its messages (a Compare pane continued as a chat): each one is stored."""
+        ids = self._ids.setdefault(tab.chat_id, [])
+        for message in tab.messages[len(ids):]:
+            ids.append(self.client.add_message(tab.chat_id, message.role, message.content, parent_id=ids[-1] if ids else None))
 
     def on_chat_closed(self, chat_id: str) -> None:
         self.branches.save_scroll(chat_id)

@@ -12,8 +12,8 @@ from collections.abc import Sequence
 
 from PySide6.QtCore import QObject, Signal
 
-from engine.protocol import (ChatMessage, EngineStats, ModelConfig, ModelInfo, SamplingParams, ToolCall, ToolSpec, TurnFinished,
-                             TurnStarted, TurnStats)
+from engine.protocol import (ChatMessage, EngineOptions, EngineStats, ModelConfig, ModelInfo, ModelStats, ModelUnloaded,
+                             SamplingParams, ToolCall, ToolSpec, TurnFinished, TurnStarted, TurnStats)
 
 NO_STATS = TurnStats(0, 0, 0, 0.0, 0.0, 0.0)
 
@@ -39,6 +39,9 @@ class ScriptedBridge(QObject):
     model_loaded = Signal(object)
     model_load_failed = Signal(str)
     engine_failed = Signal(str)
+    model_loading_at = Signal(str, float, str)
+    model_failed_at = Signal(str, str)
+    model_unloaded = Signal(object)
 
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -51,19 +54,39 @@ class ScriptedBridge(QObject):
         self.tools: list[tuple[ToolSpec, ...]] = []  # each submit's tools, in the same order
         self.cancelled: list[str] = []
         self.closed: list[str] = []
+        # Several models: what was asked of the engine, and what it holds now.
+        self.loads: list[tuple[ModelConfig, float | None]] = []  # every LoadModel, in order
+        self.unloads: list[str] = []
+        self.options: list[EngineOptions] = []
+        self.models: list[str] = []  # each submit's Submit.model, in the same order as `submitted`
+        self.loaded_models: dict[str, ModelInfo] = {}
+        self.loading_models: dict[str, float] = {}
+        self.chat_models: dict[str, str] = {}
 
     # ------------------------------------------------------------ what the window calls
 
     def start(self) -> None:
         self.running = True
 
-    def load_model(self, config: ModelConfig) -> None:
+    def load_model(self, config: ModelConfig, keep_alive_s: float | None = None) -> None:
         self.model_config, self.loading = config, True
+        self.loads.append((config, keep_alive_s))
+        self.loading_models[config.path] = 0.0
+
+    def unload_model(self, path: str) -> None:
+        self.unloads.append(path)
+
+    def set_options(self, options: EngineOptions) -> None:
+        self.options.append(options)
+
+    def set_chat_model(self, chat_id: str, path: str) -> None:
+        self.chat_models[chat_id] = path
 
     def submit(self, chat_id: str, messages: Sequence[ChatMessage], sampling: SamplingParams,
                template_options: tuple[tuple[str, str], ...] = (), tools: tuple[ToolSpec, ...] = (),
                tool_choice: str = "auto") -> None:
         self.submitted.append((chat_id, tuple(messages), sampling))
+        self.models.append(self.chat_models.get(chat_id, ""))
         self.template_options.append(tuple(template_options))
         self.tools.append(tuple(tools))
 
@@ -85,8 +108,26 @@ class ScriptedBridge(QObject):
     # ------------------------------------------------------------ what the test makes the engine say
 
     def finish_loading(self, info: ModelInfo) -> None:
-        self.loading, self.model_info = False, info
+        self.loading_models.pop(info.path, None)
+        self.loaded_models[info.path] = info
+        self.loading, self.model_info = bool(self.loading_models), info
         self.model_loaded.emit(info)
+
+    def progress(self, path: str, fraction: float, message: str = "") -> None:
+        """ModelLoading for that path."""
+        self.loading_models[path] = fraction
+        self.model_loading.emit(fraction, message)
+        self.model_loading_at.emit(path, fraction, message)
+
+    def fail_loading(self, path: str, message: str) -> None:
+        self.loading_models.pop(path, None)
+        self.loading = bool(self.loading_models)
+        self.model_failed_at.emit(path, message)
+        self.model_load_failed.emit(message)
+
+    def unloaded(self, path: str, reason: str = "idle", message: str = "") -> None:
+        self.loaded_models.pop(path, None)
+        self.model_unloaded.emit(ModelUnloaded(path, reason, message))  # type: ignore[arg-type]
 
     def answer(self, chat_id: str, *chunks: str, reason: str = "stop", reasoning: Sequence[str] = (),
                stats: TurnStats = NO_STATS) -> None:
@@ -119,3 +160,12 @@ class ScriptedBridge(QObject):
                                          total_generated_tokens=0)
         values.update(changes)
         self.stats_updated.emit(EngineStats(**values))  # type: ignore[arg-type]
+
+
+def model_stats(info: ModelInfo, **changes: object) -> ModelStats:
+    """One loaded model's line of EngineStats.models, as the engine reports it."""
+    values: dict[str, object] = dict(path=info.path, name=info.name, tokens_per_second=0.0, slots_busy=0,
+                                     slots_total=info.slots, model_bytes=info.model_bytes,
+                                     kv_cache_bytes=info.kv_cache_bytes)
+    values.update(changes)
+    return ModelStats(**values)  # type: ignore[arg-type]

@@ -24,6 +24,8 @@ from app.settings.form import SettingsForm
 from app.settings.memory_section import MemorySection
 from app.settings.model_list import ModelList
 from app.settings.model_scan import ModelScan, ScanResult, scan_machine
+from app.settings.models_options import default_budget_bytes, engine_options
+from app.settings.models_section import ModelsSection
 from app.settings.server_section import ServerSection
 from app.settings.store import Settings, engine_inputs, remote_config, server_options
 from engine.catalog.default_model import default_model_path
@@ -42,6 +44,7 @@ class SettingsDialog(QDialog):
     sampling_applied = Signal(object, str)  # SamplingParams, system prompt: for new turns
     server_applied = Signal(object)  # ServerOptions, or None: the local API is off
     get_models_requested = Signal()  # the Get models… button: the window opens that dialog
+    engine_options_applied = Signal(object)  # EngineOptions: the budget and keep-alive of several models
 
     def __init__(self, settings: Settings, parent: QWidget | None = None, *,
                  entries: list[ModelEntry] | None = None, capabilities: Capabilities | None = None,
@@ -64,6 +67,7 @@ class SettingsDialog(QDialog):
         self.form = SettingsForm(capabilities or probe_capabilities(deep=False), self.ram)  # what is installed, for now
         self.memory = MemorySection()
         self.server = ServerSection()
+        self.several = ModelsSection(default_budget_bytes(self._applied_config))
         self._applied_server = server_options(settings)
         self._build()
         if entries is not None:
@@ -78,6 +82,7 @@ class SettingsDialog(QDialog):
         left = QVBoxLayout()
         left.addWidget(self.models, 1)
         left.addWidget(self.server)
+        left.addWidget(self.several)
         columns.addLayout(left, 2)
         columns.addWidget(self.form, 3)
         layout = QVBoxLayout(self)
@@ -187,6 +192,7 @@ class SettingsDialog(QDialog):
     def _load_from_settings(self) -> None:
         self.form.load(self.settings)
         self.server.load(self.settings)
+        self.several.load(self.settings)
         path = self.settings.get("model.path") or self.default_path
         if path and not self.open_model(path) and self.models.list.count():
             self.models.list.setCurrentRow(0)
@@ -198,6 +204,7 @@ class SettingsDialog(QDialog):
         target.set("model.path", "" if path == self.default_path else path)
         self.form.collect(target)
         self.server.collect(target)
+        self.several.collect(target)
 
     def apply(self) -> bool:
         """Save, then tell the window: a new ModelConfig only when the model must reload.
@@ -208,7 +215,9 @@ class SettingsDialog(QDialog):
         remote_problem = self.form.remote.problem(self.form.remote_chosen)
         if remote_problem:
             self.form.remote.result_label.setText(remote_problem)
-        if problem or remote_problem:
+        several_problem = self.several.problem()
+        self.several.show_problem(several_problem)
+        if problem or remote_problem or several_problem:
             return False
         self.form.remote.save_key()  # before the config is built: it carries the key to the engine
         self.server.save_key()  # likewise for the server's options
@@ -218,6 +227,7 @@ class SettingsDialog(QDialog):
         self.settings.save()
         config, sampling, prompt = engine_inputs(self.settings, self.default_path)
         self.sampling_applied.emit(sampling, prompt)
+        self.engine_options_applied.emit(engine_options(self.settings, config))
         if config != self._applied_config:
             self._previous_config, self._applied_config = self._applied_config, config
             self.models.error_label.clear()

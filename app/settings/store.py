@@ -104,6 +104,15 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("tools.result_limit", int, DEFAULT_RESULT_LIMIT, "Characters of one tool result the model is given; "
             "a longer result is cut with a note."),
     Setting("tools.max_rounds", int, 8, "Tool calls one answer may make in a row before the model must answer."),
+    # Several models at once (app/settings/models_section.py shows them; app/settings/models_options.py uses them)
+    Setting("models.keep_alive_min", float, 15.0, "Minutes an idle model stays loaded; -1: forever."),
+    Setting("models.budget_gib", float, 0.0, "Memory all loaded models may use together, in GiB; 0: what the "
+            "estimate says fits this machine."),
+    Setting("server.load_by_name", str, "local", "An API request naming a model of the library loads it: local (when "
+            "the API serves this computer only), on, or off.", ("local", "on", "off")),
+    Setting("server.aliases", list, [], "Names clients send and the model each means, as name=model lines."),
+    Setting("server.unknown_model_is_default", bool, False, "A model name the API does not know gets the model "
+            "loaded last instead of a 404."),
 )
 BY_KEY = {setting.key: setting for setting in SETTINGS}
 
@@ -253,7 +262,22 @@ def server_options(settings: Settings) -> ServerOptions | None:
         return None
     return ServerOptions(host=settings.get("server.host").strip(), port=settings.get("server.port"),
                          api_key=load_secret(LOCAL_API_KEY),
-                         cors_origins=tuple(settings.get("server.cors_origins")))
+                         cors_origins=tuple(settings.get("server.cors_origins")),
+                         allow_load_by_name={"on": True, "off": False}.get(settings.get("server.load_by_name")),
+                         aliases=parse_aliases(settings.get("server.aliases"))[0],
+                         unknown_model_is_default=settings.get("server.unknown_model_is_default"))
+
+
+def parse_aliases(lines: list[str]) -> tuple[tuple[tuple[str, str], ...], list[str]]:
+    """name=model lines as (name, model) pairs, and the lines that are not of that form."""
+    pairs, bad = [], []
+    for line in (line.strip() for line in lines):
+        name, equals, model = line.partition("=")
+        if equals and name.strip() and model.strip():
+            pairs.append((name.strip(), model.strip()))
+        elif line:
+            bad.append(line)
+    return tuple(pairs), bad
 
 
 def engine_inputs(settings: Settings, default_path: str | None = None) -> tuple[ModelConfig, SamplingParams, str]:

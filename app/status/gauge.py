@@ -14,7 +14,7 @@ from __future__ import annotations
 import html
 import time
 from collections import deque
-from typing import Callable
+from typing import Callable, Mapping
 
 from PySide6.QtCore import QPointF, QRectF, Qt, QTimer
 from PySide6.QtGui import QMouseEvent, QPainter, QPainterPath, QPaintEvent, QPalette, QPen
@@ -24,6 +24,7 @@ from app.bridge import EngineStats, ModelInfo
 from app.status.elided_label import ElidedLabel
 from app.status.memory_bar import KV_COLOR, OTHER_COLOR, PROMPT_COPY_COLOR, WEIGHTS_COLOR, BarPart, MemoryBar
 from app.status.memory_probe import MemorySnapshot, gpu_index_of, snapshot
+from app.status.models_rows import compact_text, model_rows
 from engine.units import format_bytes
 
 HISTORY_S = 60.0
@@ -79,6 +80,7 @@ class GaugeWidget(QFrame):
         self.stats: EngineStats | None = None
         self.memory: MemorySnapshot | None = None
         self.api_url, self.api_in_flight = "", 0  # the local API on this engine, if serving
+        self.model_infos: Callable[[], Mapping[str, ModelInfo]] = dict  # every loaded model (the window's bridge)
         self.device_label, self.memory_label = QLabel("no model"), QLabel()
         self.speed_label, self.slots_label, self.model_label = QLabel(), QLabel(), ElidedLabel()
         self.draft_label = QLabel()  # speculative decoding's acceptance, while drafts are being made
@@ -189,7 +191,8 @@ class GaugeWidget(QFrame):
         self.draft_label.setVisible(self.model is not None and acceptance is not None)
         self.draft_label.setText(f"drafts {acceptance:.0%}" if acceptance is not None else "")
         self.slots_label.setText(f"slots {self._slots_text()}" + (f" · API {self.api_in_flight}" if self.api_url else ""))
-        self.model_label.setText(self._model_summary(name_chars=MODEL_NAME_CHARS))  # the popup has it all
+        several = compact_text(self.stats)  # more than one model: their count and memory instead of one name
+        self.model_label.setText(several or self._model_summary(name_chars=MODEL_NAME_CHARS))  # the popup has it all
         details = self.details_html()
         self.setToolTip(details)
         if self._popup is not None and self._popup.isVisible():
@@ -231,6 +234,8 @@ class GaugeWidget(QFrame):
         if not self.model.has_chat_template:
             rows.append(("Chat template", "<br>".join(html.escape(line) for line in NO_CHAT_TEMPLATE)))
         rows += [("Note", html.escape(note)) for note in self.model.notes]
+        if self.stats is not None and len(self.stats.models) > 1:
+            rows += [("Loaded models", f"{len(self.stats.models)}"), *model_rows(self.stats, self.model_infos(), self._titles)]
         return _table(rows)
 
     def _remote_rows(self) -> list[tuple[str, str]]:

@@ -20,10 +20,12 @@ from PySide6.QtWidgets import QBoxLayout, QMainWindow, QMessageBox, QVBoxLayout,
 
 from app.bridge import ChatMessage, EngineBridge, EngineStats, ModelConfig, ModelInfo, SamplingParams, TurnFinished, TurnStats
 from app.chat.markdown_view import warm_up
+from app.chat.compare_pane import ComparePane
 from app.chat.tab import ChatTab
 from app.history import dialog as history_dialogs
 from app.history.sync import HistoryUI
 from app.models.launcher import GetModels
+from app.settings.models_options import engine_options, keep_alive_s
 from app.settings.store import Settings, engine_inputs, server_options
 from app.status.gauge import GaugeWidget
 from app.status.server_indicator import ServerIndicator
@@ -32,6 +34,7 @@ from app.window.api_server import ApiServerControl
 from app.window.menus import build_menus
 from app.window.model_lifecycle import ModelLifecycle
 from app.window.sidebar_control import SidebarControl
+from app.window.tab_models import TabModels
 from app.window.tabwidget import ChatTabWidget
 from app.window.view_commands import ViewCommands
 from app.window.welcome import welcome_text
@@ -41,6 +44,7 @@ from engine.server.options import API_CHAT_PREFIX
 if TYPE_CHECKING:
     from app.quantcheck.dialog import QuantCheckDialog
     from app.settings.dialog import SettingsDialog
+    from app.window.compare import CompareDialog
 
 _NO_STATS = TurnStats(0, 0, 0, 0.0, 0.0, 0.0)
 NO_DEFAULT_MODEL = (
@@ -68,6 +72,8 @@ class MainWindow(QMainWindow):
         _, self.default_sampling, self.system_prompt = self._engine_inputs()
         self.tool_service = ToolService(self.settings, self)  # MCP servers start when a chat first needs them
         self._tabs_by_chat: dict[str, ChatTab] = {}
+        self._panes_by_chat: dict[str, ComparePane] = {}  # Compare's panes (app/window/compare.py)
+        self.compare_dialog: CompareDialog | None = None
         self._chat_count = 0
         self._started = False
         self.gauge = GaugeWidget(self._title_of, self)
@@ -77,6 +83,9 @@ class MainWindow(QMainWindow):
         self.model.readiness_changed.connect(self._on_readiness_changed)
         self.model.loaded.connect(self._on_model_loaded)
         self.model.lost.connect(lambda: self.gauge.set_model(None))
+        self.tab_models = TabModels(self.bridge, self.model, self.chat_tabs, lambda: self._engine_inputs()[0],
+                                    lambda: keep_alive_s(self.settings), lambda: self.settings.get("model.recent"), self)
+        self.gauge.model_infos = lambda: self.bridge.loaded_models
         self.tabs = ChatTabWidget(self)
         self.tabs.new_tab_requested.connect(lambda: self.new_chat())
         self.tabs.tabCloseRequested.connect(self.close_chat)
@@ -158,6 +167,8 @@ class MainWindow(QMainWindow):
         tab.set_model_ready(self.bridge.model_info is not None and not self.bridge.loading, self.model.reason)
         if self.bridge.model_info is not None:
             tab.set_welcome(welcome_text(self.bridge.model_info))
+        self.tab_models.attach(tab)
+        tab.compare_requested.connect(lambda _chat_id, tab=tab: self.open_compare(tab))
         tab.answering_changed.connect(lambda busy, tab=tab: self.tabs.set_busy(tab, busy))
         tab.title_changed.connect(lambda title, tab=tab: self.tabs.setTabText(self.tabs.indexOf(tab), title))
         self._tabs_by_chat[tab.chat_id] = tab
@@ -232,6 +243,7 @@ class MainWindow(QMainWindow):
         if self.settings.message:
             QMessageBox.warning(self, "Settings", self.settings.message)  # the bad file is told once
         config = self.initial_model_config()
+        self.bridge.set_options(engine_options(self.settings, config or self._engine_inputs()[0]))
         if config is None:
             self.model.set_unavailable(NO_DEFAULT_MODEL)
         else:
@@ -251,9 +263,8 @@ class MainWindow(QMainWindow):
             config = replace(config, path=self.model_path, backend="llamacpp", gguf_file=None)
         return config, sampling, prompt
 
-    def _on_readiness_changed(self, ready: bool, reason: str) -> None:
-        for tab in self.chat_tabs():
-            tab.set_model_ready(ready, reason)
+    def _on_readiness_changed(self, _ready: bool, _reason: str) -> None:
+        self.tab_models.refresh()  # tabs on the window's model follow it; a tab's own model says its own
 
     def _on_model_loaded(self, info: ModelInfo) -> None:
         for tab in self.chat_tabs():
@@ -270,6 +281,8 @@ class MainWindow(QMainWindow):
         """Events for one chat go to its tab; late events for a closed tab are dropped."""
         if (tab := self._tabs_by_chat.get(chat_id)) is not None:
             handler(tab, *args)
+        elif (pane := self._panes_by_chat.get(chat_id)) is not None:
+            getattr(pane, handler.__name__)(*args)  # a Compare pane answers to the same names
 
     def _on_stats(self, stats: EngineStats) -> None:
         self.gauge.update_stats(stats)
@@ -277,6 +290,9 @@ class MainWindow(QMainWindow):
         for chat_id, tab in self._tabs_by_chat.items():
             if tab.answering:
                 tab.on_stats(speeds.get(chat_id, 0.0))
+        for chat_id, pane in self._panes_by_chat.items():
+            if pane.answering:
+                pane.on_stats(speeds.get(chat_id, 0.0))
 
     # ------------------------------------------------------------ dialogs and commands (see menus.py)
 
@@ -287,6 +303,7 @@ class MainWindow(QMainWindow):
         dialog = SettingsDialog(self.settings, self, loaded=self.model.config_in_effect)
         dialog.model_config_applied.connect(self._on_model_config_applied)
         dialog.sampling_applied.connect(self._on_sampling_applied)
+        dialog.engine_options_applied.connect(self.bridge.set_options)
         dialog.server_applied.connect(lambda options: self.api.serve(options, dialog))
         # A failed load is explained where the user is looking: in the dialog.
         self.bridge.model_load_failed.connect(dialog.show_load_error)
@@ -297,6 +314,27 @@ class MainWindow(QMainWindow):
         dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         self._settings_dialog = dialog
         dialog.open()
+
+    def open_compare(self, tab: ChatTab | None = None) -> None:
+        """Compare…: the same message to several models side by side, starting from this tab's model."""
+        from app.window.compare import CompareDialog
+
+        tab = tab or self.current_tab()
+        first = self.tab_models.path_of(tab) if tab is not None else self.tab_models.default_path()
+        others = [path for path in self.bridge.loaded_models if path != first]
+        dialog = CompareDialog(self.bridge, self.tab_models, self._defaults, self._panes_by_chat,
+                               [path for path in [first, *others[:1]] if path], self)
+        dialog.continue_requested.connect(self.continue_compared)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        self.compare_dialog = dialog
+        dialog.show()
+
+    def continue_compared(self, path: str, messages: list[ChatMessage]) -> ChatTab:
+        """One Compare pane as a normal chat: its question and answer, on its model, stored like any chat."""
+        tab = self.new_chat(messages=messages)
+        tab.choose_model(path)
+        self.history_ui.store_conversation(tab)
+        return tab
 
     def open_tools(self) -> None:
         """The MCP servers, their tools, and the tools always allowed."""

@@ -33,15 +33,17 @@ class ModelLifecycle(QObject):
         self.bridge = bridge
         self.model_config: ModelConfig | None = None  # asked for (loading or loaded)
         self.config_in_effect: ModelConfig | None = None  # the one actually answering
+        self.elsewhere: set[str] = set()  # paths loaded for one tab's own choice (app/window/tab_models.py)
         self.reason = "Starting…"  # why the tabs cannot send ("" when they can)
         self.label = QLabel()
         self.progress = QProgressBar(maximum=100, textVisible=False)
         self.progress.setFixedWidth(120)
         self.progress.hide()
         self.banner, self.banner_label = self._build_banner()
-        bridge.model_loading.connect(self._on_model_loading)
-        bridge.model_loaded.connect(self._on_model_loaded)
-        bridge.model_load_failed.connect(self._on_model_load_failed)
+        # Only the window's own model (the one new chats start on); a tab's other model is app/window/tab_models.py's.
+        bridge.model_loading_at.connect(self._on_loading_at)
+        bridge.model_loaded.connect(self._on_loaded_any)
+        bridge.model_failed_at.connect(self._on_failed_at)
         bridge.engine_failed.connect(self._on_engine_failed)
 
     def _build_banner(self) -> tuple[QFrame, QLabel]:
@@ -63,6 +65,22 @@ class ModelLifecycle(QObject):
         self.model_config = config
         self._set_state(False, f"Loading {file_name(config.path)}…")
         self.bridge.load_model(config)
+
+    def _mine(self, path: str) -> bool:
+        """An event about the window's own model, not about one a tab loaded for itself (`elsewhere`)."""
+        return path not in self.elsewhere or (self.model_config is not None and self.model_config.path == path)
+
+    def _on_loading_at(self, path: str, fraction: float, message: str) -> None:
+        if self._mine(path):
+            self._on_model_loading(fraction, message)
+
+    def _on_loaded_any(self, info: ModelInfo) -> None:
+        if self._mine(info.path):
+            self._on_model_loaded(info)
+
+    def _on_failed_at(self, path: str, message: str) -> None:
+        if self._mine(path):
+            self._on_model_load_failed(message)
 
     def set_unavailable(self, reason: str) -> None:
         """There is no model to load; `reason` says what to do."""
@@ -95,7 +113,8 @@ class ModelLifecycle(QObject):
 
     def _on_model_load_failed(self, message: str) -> None:
         self.progress.hide()
-        info = self.bridge.model_info
+        previous = self.config_in_effect
+        info = self.bridge.loaded_models.get(previous.path) if previous is not None else None
         if info is not None:  # the previous model is still loaded and answering
             self.model_config = self.config_in_effect
             self._set_state(True, "")

@@ -34,6 +34,8 @@ DOCUMENTED_DEFAULTS = {
     "tools.result_limit": 16000, "tools.max_rounds": 8,
     "window.sidebar_visible": True, "window.sidebar_width": 240, "chat.presets": {},
     "window.font_size": 0.0,
+    "models.keep_alive_min": 15.0, "models.budget_gib": 0.0, "server.load_by_name": "local", "server.aliases": [],
+    "server.unknown_model_is_default": False,
 }
 README_ROWS = (
     "| Backend | auto |", "| Context length | 4096 |", "| Parallel chats (slots) | 4 |", "| Batch tokens | 512 |",
@@ -46,6 +48,8 @@ README_ROWS = (
     "| Local API | off |", "| API address | 127.0.0.1 |", "| API port | 8642 |", "| API key | none |",
     "| Allowed web origins | none |", "| Tool call timeout | 60 s |", "| Tool result limit | 16,000 characters |",
     "| Tool steps per answer | 8 |",
+    "| Keep idle models | 15 min |", "| Memory budget | what fits here |", "| Load models by name | local |",
+    "| Model aliases | none |", "| Unknown model names | 404 |",
 )
 
 
