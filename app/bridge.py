@@ -14,7 +14,7 @@ engine.catalog and engine.server directly.
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from PySide6.QtCore import QObject, Signal, Slot
 
@@ -99,6 +99,8 @@ class EngineBridge(QObject):
         self.loaded_models: dict[str, ModelInfo] = {}  # path -> what the engine loaded there
         self.loading_models: dict[str, float] = {}  # path -> fraction, while it loads
         self._chat_models: dict[str, str] = {}  # chat id -> the path its Submits name ("" : the model loaded last)
+        # path -> how it was last asked for: a turn for a model unloaded while idle loads it again first
+        self._asked: dict[str, tuple[ModelConfig, float | None]] = {}
         self._dispatch: dict[type, Callable[[Any], None]] = {
             Token: self._on_token,
             ReasoningText: lambda event: self.reasoning_received.emit(event.chat_id, event.text),
@@ -153,6 +155,7 @@ class EngineBridge(QObject):
         """Load in the background, beside the models loaded already (the same path: instead of it);
         progress, then model_loaded or model_load_failed."""
         self._config = config
+        self._asked[config.path] = (config, keep_alive_s)
         self._loading = True
         self.loading_models[config.path] = 0.0
         self._send(LoadModel(config, keep_alive_s))
@@ -172,9 +175,18 @@ class EngineBridge(QObject):
                template_options: tuple[tuple[str, str], ...] = (), tools: tuple[ToolSpec, ...] = (),
                tool_choice: str = "auto") -> None:
         """One turn; `template_options`: the chat template's variables (the chat's Think choice);
-        `tools`: the MCP tools the model may call (the calls come back in TurnFinished.tool_calls)."""
+        `tools`: the MCP tools the model may call (the calls come back in TurnFinished.tool_calls).
+        A chat whose model was unloaded (idle, or to make room) loads it again: the turn waits for it."""
+        self._load_again(self._chat_models.get(chat_id, ""))
         self._send(Submit(chat_id, tuple(messages), sampling, template_options=tuple(template_options),
                           tools=tuple(tools), tool_choice=tool_choice, model=self._chat_models.get(chat_id, "")))
+
+    def _load_again(self, path: str) -> None:
+        again = load_again(path, self.loaded_models, self.loading_models, self._asked)
+        if again is not None:
+            self._loading = True
+            self.loading_models[path] = 0.0
+            self._send(LoadModel(*again))
 
     def cancel(self, chat_id: str) -> None:
         self._send(Cancel(chat_id))
@@ -257,3 +269,12 @@ class EngineBridge(QObject):
         self.loaded_models.clear()
         self.loading_models.clear()
         self.engine_failed.emit(event.message)
+
+
+def load_again(path: str, loaded: Mapping[str, object], loading: Mapping[str, float],
+               asked: Mapping[str, tuple[ModelConfig, float | None]]) -> tuple[ModelConfig, float | None] | None:
+    """How to load a chat's model again before its turn: it was asked for once and is neither loaded nor
+    loading now (unloaded while idle, or to make room). None: nothing to load."""
+    if not path or path in loaded or path in loading:
+        return None
+    return asked.get(path)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from PySide6.QtCore import QObject, Signal
+from app.bridge import load_again
 
 from engine.protocol import (ChatMessage, EngineOptions, EngineStats, ModelConfig, ModelInfo, ModelStats, ModelUnloaded,
                              SamplingParams, ToolCall, ToolSpec, TurnFinished, TurnStarted, TurnStats)
@@ -62,6 +63,7 @@ class ScriptedBridge(QObject):
         self.loaded_models: dict[str, ModelInfo] = {}
         self.loading_models: dict[str, float] = {}
         self.chat_models: dict[str, str] = {}
+        self._asked: dict[str, tuple[ModelConfig, float | None]] = {}
 
     # ------------------------------------------------------------ what the window calls
 
@@ -71,6 +73,7 @@ class ScriptedBridge(QObject):
     def load_model(self, config: ModelConfig, keep_alive_s: float | None = None) -> None:
         self.model_config, self.loading = config, True
         self.loads.append((config, keep_alive_s))
+        self._asked[config.path] = (config, keep_alive_s)
         self.loading_models[config.path] = 0.0
 
     def unload_model(self, path: str) -> None:
@@ -85,6 +88,10 @@ class ScriptedBridge(QObject):
     def submit(self, chat_id: str, messages: Sequence[ChatMessage], sampling: SamplingParams,
                template_options: tuple[tuple[str, str], ...] = (), tools: tuple[ToolSpec, ...] = (),
                tool_choice: str = "auto") -> None:
+        again = load_again(self.chat_models.get(chat_id, ""), self.loaded_models, self.loading_models, self._asked)
+        if again is not None:  # as the real bridge: a model unloaded while idle is loaded again first
+            self.loads.append(again)
+            self.loading_models[again[0].path] = 0.0
         self.submitted.append((chat_id, tuple(messages), sampling))
         self.models.append(self.chat_models.get(chat_id, ""))
         self.template_options.append(tuple(template_options))

@@ -39,7 +39,8 @@ class TabModels(QObject):
         self.last_chosen = ""  # a new tab starts on it ("" : the window's model)
         self.finder: Finder | None = None  # None: the real library (engine/catalog), found on first use
         self._looked = False
-        self._problems: dict[str, str] = {}  # path -> why it is not loaded (failed, unloaded)
+        self._problems: dict[str, str] = {}  # path -> why it is not loaded (failed, unloaded on request)
+        self._resting: dict[str, str] = {}  # path -> unloaded while idle or for room: the next send loads it again
         self._found.connect(self._on_found)
         bridge.model_loading_at.connect(lambda path, *_: self._refresh_path(path))
         bridge.model_loaded.connect(self._on_loaded)
@@ -79,6 +80,7 @@ class TabModels(QObject):
         """The user picked `path` for this tab: load it beside the others unless it is loaded or loading."""
         self.last_chosen = path
         self._problems.pop(path, None)
+        self._resting.pop(path, None)
         if path not in self.bridge.loaded_models and path not in self.bridge.loading_models:
             if path != self.default_path():
                 self.lifecycle.elsewhere.add(path)
@@ -96,6 +98,8 @@ class TabModels(QObject):
             return True, ""
         if path in self._problems:
             return False, self._problems[path]
+        if path in self._resting:
+            return True, self._resting[path]
         return False, f"{name} is not loaded. Choose it above to load it."
 
     def name_of(self, path: str) -> str:
@@ -117,6 +121,7 @@ class TabModels(QObject):
 
     def _on_loaded(self, info: ModelInfo) -> None:
         self._problems.pop(info.path, None)
+        self._resting.pop(info.path, None)
         self._fill_all()
         self._refresh_path(info.path)
 
@@ -126,7 +131,10 @@ class TabModels(QObject):
 
     def _on_unloaded(self, event: ModelUnloaded) -> None:
         why = event.message or f"{self.name_of(event.path)} was unloaded ({event.reason})."
-        self._problems[event.path] = f"{why} Choose it above to load it again."
+        if event.reason in ("idle", "room"):  # the bridge loads it again when a tab on it sends
+            self._resting[event.path] = f"{why} It loads again when you send."
+        else:
+            self._problems[event.path] = f"{why} Choose it above to load it again."
         self._fill_all()
         self._refresh_path(event.path)
 

@@ -42,8 +42,18 @@ def test_picking_a_model_loads_it_beside_the_other_and_later_turns_name_it(qtbot
     assert bridge.submitted[-1][0] == first.chat_id and bridge.models[-1] == OTHER
     assert window.new_chat().model_path == OTHER, "a new tab starts on the model chosen last"
     bridge.unloaded(OTHER, "idle", "Unloaded Other model (idle for 15 min).")
-    assert not first.input.isEnabled() and "Choose it above" in first.reason.text()
+    assert first.input.isEnabled() and "loads again when you send" in first.reason.text()
     assert second.input.isEnabled()
+    bridge.answer(first.chat_id, "Hi.")
+    loads = len(bridge.loads)
+    send(first, "Back again")
+    assert len(bridge.loads) == loads + 1 and bridge.loads[-1][0].path == OTHER, "the send loads it again first"
+    assert bridge.models[-1] == OTHER
+    send(second, "And you?")
+    assert len(bridge.loads) == loads + 1, "a loaded model is not loaded again"
+    bridge.finish_loading(OTHER_INFO)
+    bridge.unloaded(OTHER, "request")
+    assert not first.input.isEnabled() and "Choose it above" in first.reason.text(), "unloaded on purpose: say so"
 
 
 def test_a_failed_load_is_said_in_the_tab_that_asked_and_keeps_the_window_model(qtbot, scripted_window) -> None:
