@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import importlib.util
 import json
 import subprocess
 import sys
@@ -28,6 +29,7 @@ MiB = 1 << 20
 RAM = 32 << 30
 ROOT = Path(__file__).resolve().parents[3]
 CONTEXT, SLOTS = 512, 2
+MODES = ("none", "int8", "nf4")
 
 MEASURE = """
 import ctypes, gc, json, sys
@@ -78,18 +80,35 @@ def glibc() -> bool:
         return False
 
 
-def measure(path: str, quantization: str, save: str = "") -> dict[str, int]:
-    run = subprocess.run([sys.executable, "-c", MEASURE, path, quantization, str(CONTEXT), str(SLOTS), save],
-                         cwd=ROOT, capture_output=True, text=True, timeout=600, check=False)
-    assert run.returncode == 0, run.stderr[-3000:]
-    return json.loads(run.stdout.strip().splitlines()[-1])
+def start(path: str, quantization: str, save: str = "") -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-c", MEASURE, path, quantization, str(CONTEXT), str(SLOTS), save],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def result(process: subprocess.Popen[str]) -> dict[str, int]:
+    try:
+        out, err = process.communicate(timeout=600)
+    finally:
+        process.kill()  # a no-op once it has ended
+    assert process.returncode == 0, err[-3000:]
+    return json.loads(out.strip().splitlines()[-1])
 
 
 @pytest.fixture(scope="module")
 def measured_gguf_and_folder(default_model: str, tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, str]:
     """The GGUF through transformers (dequantized to fp32) measured; its weights saved as a folder."""
     folder = tmp_path_factory.mktemp("smollm2-safetensors")
-    return measure(default_model, "none", save=str(folder)), str(folder)
+    return result(start(default_model, "none", save=str(folder))), str(folder)
+
+
+@pytest.fixture(scope="module")
+def measured_folder(measured_gguf_and_folder: tuple[dict, str]) -> dict[str, dict[str, int]]:
+    """The folder measured in each mode, the three processes at once: each measures only its own RSS, and
+    each runs on one thread (threads=1), so together they take about half as long as one after another."""
+    if importlib.util.find_spec("bitsandbytes") is None:
+        pytest.skip("bitsandbytes is not installed")
+    running = {mode: start(measured_gguf_and_folder[1], mode) for mode in MODES}
+    return {mode: result(process) for mode, process in running.items()}
 
 
 def check(model_path: str, quantization: str, measured: dict[str, int]) -> None:
@@ -120,8 +139,7 @@ def test_fp32_from_the_gguf(measured_gguf_and_folder: tuple[dict, str], default_
 
 
 @pytest.mark.skipif(not glibc(), reason="measures with glibc's malloc_trim")
-@pytest.mark.parametrize("quantization", ["none", "int8", "nf4"])
-def test_a_safetensors_folder(measured_gguf_and_folder: tuple[dict, str], quantization: str) -> None:
-    pytest.importorskip("bitsandbytes")
-    folder = measured_gguf_and_folder[1]
-    check(folder, quantization, measure(folder, quantization))
+@pytest.mark.parametrize("quantization", MODES)
+def test_a_safetensors_folder(measured_gguf_and_folder: tuple[dict, str], measured_folder: dict[str, dict[str, int]],
+                              quantization: str) -> None:
+    check(measured_gguf_and_folder[1], quantization, measured_folder[quantization])
