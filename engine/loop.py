@@ -22,6 +22,7 @@ from typing import Callable, Literal, Union, get_args
 
 from engine.catalog.model_files import known_name
 from engine.engine_stats import StatsKeeper
+from engine.images import can_see, cannot_see
 from engine.loading import BackendLoader, LoadDone, Loader, LoadJob, LoadProgress
 from engine.models import Clock, LoadedModel, ModelPool
 from engine.parsing.prompt import plain_turn, prepare_turn
@@ -174,6 +175,9 @@ class EngineLoop:
             model.keep_alive_s = command.keep_alive_s
         self.pool.touch(model)
         work = model.work
+        if command.prompt is None and any(m.images for m in command.messages) and not can_see(model.info):
+            self._refuse(command.chat_id, cannot_see(model.info))
+            return
         if isinstance(work, RemoteEngine):
             self._emit_all(work.submit(command))
             return
