@@ -20,6 +20,7 @@ import traceback
 from typing import Callable, Union, get_args
 
 from engine.engine_stats import StatsKeeper
+from engine.images import can_see, cannot_see
 from engine.loading import BackendLoader, LoadDone, Loader, LoadProgress
 from engine.keeper import ModelKeeper
 from engine.models import Clock, ModelPool
@@ -164,6 +165,9 @@ class EngineLoop:
             model.keep_alive_s = command.keep_alive_s
         self.pool.touch(model)
         work = model.work
+        if command.prompt is None and any(m.images for m in command.messages) and not can_see(model.info):
+            self._keeper.refuse(command.chat_id, cannot_see(model.info))
+            return
         if isinstance(work, RemoteEngine):
             self._emit_all(work.submit(command))
             return

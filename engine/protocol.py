@@ -38,6 +38,18 @@ class ToolSpec:
     parameters: str = '{"type": "object", "properties": {}}'
 
 
+IMAGE_TYPES = ("image/png", "image/jpeg", "image/webp")  # what the window and the API accept
+
+
+@dataclass(frozen=True)
+class ImagePart:
+    """A picture in a message, as the file's own bytes (PNG, JPEG or WebP): only a model that can see
+    ("vision" in ModelInfo.capabilities) takes a message that has one."""
+
+    data: bytes = field(repr=False)
+    mime: str = "image/png"
+
+
 @dataclass(frozen=True)
 class ChatMessage:
     """One message of a conversation.
@@ -52,6 +64,7 @@ class ChatMessage:
     tool_calls: tuple[ToolCall, ...] = ()
     tool_call_id: str = ""
     name: str = ""  # a tool message: the tool's name (templates that want it)
+    images: tuple[ImagePart, ...] = ()  # shown to the model before the text
 
 
 @dataclass(frozen=True)
@@ -149,7 +162,7 @@ class ModelInfo:
     # "tools" (it renders tools and the model writes calls in a known format), "reasoning" (it thinks
     # before answering), "thinking_switch" (thinking can be turned off: the template's enable_thinking, or the
     # empty thought its authors document where the prompt opens the thinking),
-    # "reasoning_effort" (low / medium / high). The API's /v1/models and the chat panel show these.
+    # "reasoning_effort" (low / medium / high), "vision" (it takes ChatMessage.images). The API's /v1/models and the chat panel show these.
     capabilities: tuple[str, ...] = ()
     metadata_name: str = ""  # the name the file itself gives (GGUF general.name), for Model details
 

@@ -24,7 +24,8 @@ import pytest
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 # Fixtures that hand a test a real model (a path it will load, or a loaded runner behind them).
-MODEL_FIXTURES = frozenset({"default_model", "templateless_model", "tiny_model", "repeating_model", "requantized_model"})
+MODEL_FIXTURES = frozenset({"default_model", "templateless_model", "tiny_model", "repeating_model", "requantized_model",
+                            "vision_model"})
 TIER_MARKS = ("slow", "heavy")
 
 

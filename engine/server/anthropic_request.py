@@ -18,7 +18,8 @@ from typing import Any, Literal, Union
 
 from pydantic import ConfigDict, Field
 
-from engine.protocol import ChatMessage, SamplingParams, Submit, ToolCall, ToolSpec
+from engine.images import ImageError, from_base64
+from engine.protocol import ChatMessage, ImagePart, SamplingParams, Submit, ToolCall, ToolSpec
 from engine.server import tooling
 from engine.server.schema import MAX_STOP_STRINGS, _Strict
 
@@ -36,6 +37,7 @@ class Block(_Strict):
     is_error: bool | None = None
     thinking: str | None = None  # thinking
     signature: str | None = None
+    source: Any = None  # image: {"type": "base64", "media_type": "image/png", "data": "..."}
 
 
 Block.model_rebuild()
@@ -174,7 +176,8 @@ def _user(blocks: list[Block], param: str) -> list[tuple[ChatMessage, str]]:
     """Tool results first, each its own tool message, then the user's text (as Anthropic's order asks);
     each with where it was, for a 400."""
     results: list[tuple[ChatMessage, str]] = []
-    texts = []
+    texts: list[str] = []
+    images: list[ImagePart] = []
     for number, block in enumerate(blocks):
         where = f"{param}[{number}]"
         if block.type == "tool_result":
@@ -186,9 +189,25 @@ def _user(blocks: list[Block], param: str) -> list[tuple[ChatMessage, str]]:
             results.append((ChatMessage("tool", text, tool_call_id=block.tool_use_id), f"{where}.tool_use_id"))
         elif block.type == "text":
             texts.append(block.text or "")
+        elif block.type == "image":
+            images.append(_image(block.source, f"{where}.source"))
         else:
-            raise tooling.bad(f"{where}.type", f"a {block.type!r} block is not supported (this model reads text).")
-    return results + ([(ChatMessage("user", "".join(texts)), param)] if texts else [])
+            raise tooling.bad(f"{where}.type", f"a {block.type!r} block is not supported (text and image are read).")
+    said = texts or images
+    return results + ([(ChatMessage("user", "".join(texts), images=tuple(images)), param)] if said else [])
+
+
+def _image(source: Any, param: str) -> ImagePart:
+    """An image block's picture: base64 data only (a url source is refused: nothing is fetched for anyone)."""
+    kind = source.get("type") if isinstance(source, dict) else None
+    if kind == "url":
+        raise tooling.bad(param, "image URLs are not fetched: send the picture itself as base64 data.")
+    if kind != "base64" or not isinstance(source.get("data"), str):
+        raise tooling.bad(param, 'an image source is {"type": "base64", "media_type": "image/png", "data": "..."}.')
+    try:
+        return from_base64(source["data"])
+    except ImageError as error:
+        raise tooling.bad(param, f"{error}.") from error
 
 
 def _plain_text(content: str | list[Block], param: str) -> str:

@@ -27,6 +27,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from engine.images import can_see, cannot_see
 from engine.protocol import Embed, ModelInfo, Submit
 from engine.server import schema
 from engine.server.anthropic_reply import MessageReply
@@ -165,6 +166,8 @@ class Routes:
 
     @staticmethod
     def routed(submit: Submit, info: ModelInfo, keep_alive_s: float | None) -> Submit:
+        if any(message.images for message in submit.messages) and not can_see(info):
+            raise ApiError(400, f"{cannot_see(info)}.", param="messages", code="model_cannot_see")
         return replace(submit, model=info.path, keep_alive_s=keep_alive_s)
 
     async def answer(self, submit: Submit, encoder: Encoder, stream: bool) -> Response:

@@ -36,6 +36,9 @@ def chat_messages(messages: list[Message]) -> tuple[ChatMessage, ...]:
     for index, message in enumerate(messages):
         param = f"messages[{index}]"
         text = schema.text_of(message.content, f"{param}.content")
+        images = schema.images_of(message.content, f"{param}.content")
+        if images and message.role != "user":
+            raise tooling.bad(f"{param}.content", "only user messages carry images.")
         if message.role in ("tool", "function"):
             if not message.tool_call_id:
                 raise tooling.bad(f"{param}.tool_call_id", "a tool message names the call it answers.")
@@ -48,7 +51,7 @@ def chat_messages(messages: list[Message]) -> tuple[ChatMessage, ...]:
         else:
             if message.tool_calls:
                 raise tooling.bad(f"{param}.tool_calls", "only assistant messages make tool calls.")
-            mapped.append(ChatMessage("user" if message.role == "user" else "system", text))  # developer: system
+            mapped.append(ChatMessage("user" if message.role == "user" else "system", text, images=images))  # developer: system
         params.append(f"{param}.tool_call_id" if message.role in ("tool", "function") else param)
     return tooling.check_tool_results(tuple(mapped), params)
 

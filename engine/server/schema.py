@@ -13,7 +13,8 @@ from typing import Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from engine.protocol import Constraint, SamplingParams
+from engine.images import ImageError, from_url
+from engine.protocol import Constraint, ImagePart, SamplingParams
 from engine.server.errors import ApiError
 
 MAX_STOP_STRINGS = 16
@@ -28,6 +29,7 @@ class _Strict(BaseModel):
 class TextPart(_Strict):
     type: str
     text: str | None = None
+    image_url: Any = None  # {"url": "data:image/png;base64,..."} (an image_url part)
 
 
 class FunctionCall(_Strict):
@@ -201,10 +203,31 @@ def text_of(content: str | list[TextPart] | None, param: str) -> str:
         return content
     texts = []
     for part in content:
+        if part.type == "image_url":
+            continue  # images_of reads it
         if part.type != "text" or part.text is None:
-            raise _refuse(param, f"a content part of type {part.type!r} (this model reads text)")
+            raise _refuse(param, f"a content part of type {part.type!r} (text and image_url are read)")
         texts.append(part.text)
     return "".join(texts)
+
+
+def images_of(content: str | list[TextPart] | None, param: str) -> tuple[ImagePart, ...]:
+    """The pictures of a message's image_url parts (data: URLs only: nothing is fetched for anyone)."""
+    if not isinstance(content, list):
+        return ()
+    images = []
+    for number, part in enumerate(content):
+        if part.type != "image_url":
+            continue
+        where = f"{param}[{number}].image_url"
+        url = part.image_url.get("url") if isinstance(part.image_url, dict) else part.image_url
+        if not isinstance(url, str):
+            raise ApiError(400, f"'{where}': an image_url part is {{\"url\": \"data:image/png;base64,...\"}}.", param=where)
+        try:
+            images.append(from_url(url))
+        except ImageError as error:
+            raise ApiError(400, f"'{where}': {error}.", param=where, code="invalid_image") from error
+    return tuple(images)
 
 
 def completion_prompt(request: CompletionRequest) -> str:

@@ -28,6 +28,15 @@ def requantized_model(default_model: str, tmp_path_factory: pytest.TempPathFacto
 
 
 @pytest.fixture(scope="session")
+def vision_model(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A tiny LLaVA folder built in code (tests/engine/runners/hf/tiny_vision.py), once per session."""
+    pytest.importorskip("transformers")
+    from tests.engine.runners.hf.tiny_vision import build_tiny_llava
+
+    return str(build_tiny_llava(tmp_path_factory.mktemp("tiny_llava") / "tiny-llava"))
+
+
+@pytest.fixture(scope="session")
 def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> str:
     """A tiny Llama folder built in code (tests/engine/runners/hf/tiny_hf.py), once per session."""
     pytest.importorskip("transformers")

@@ -19,7 +19,13 @@ import torch
 from engine.protocol import ModelConfig
 from engine.runners.base import LoadCancelled, Progress, RunnerError
 from engine.runners.hf.progress import WEIGHTS_START, weights_progress
-from engine.runners.hf.quant import choose_attention, choose_device, choose_dtype, quantization_config
+from engine.runners.hf.quant import (
+    choose_attention,
+    choose_device,
+    choose_dtype,
+    quantization_config,
+)
+from engine.runners.hf.vision import is_vision_config
 
 # Nothing here reaches a hub: every from_pretrained gets local_files_only=True, and the
 # one import that would fetch (bitsandbytes' hub kernels) runs offline (quant.py). The
@@ -44,6 +50,7 @@ class Loaded:
     dtype: torch.dtype
     attention: str
     quantization: str
+    processor: Any = None  # a vision model's AutoProcessor (engine/runners/hf/vision.py); None: text only
 
 
 def resolve_source(config: ModelConfig) -> Source:
@@ -86,7 +93,10 @@ def check_folder(folder: Path) -> dict[str, Any]:
 
 def _check_architecture(config_file: Path, raw: dict[str, Any]) -> None:
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
-    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+    from transformers.models.auto.modeling_auto import (
+        MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,
+        MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES,
+    )
 
     model_type = raw.get("model_type")
     if "auto_map" in raw:
@@ -101,7 +111,8 @@ def _check_architecture(config_file: Path, raw: dict[str, Any]) -> None:
             f"({_transformers_version()}) knows. It may need remote code, which Hearth does not run, or a newer "
             "transformers; a GGUF of the model may load with the llama.cpp backend."
         )
-    if model_type not in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
+    vision = is_vision_config(raw) and model_type in MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES
+    if model_type not in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES and not vision:
         raise RunnerError(f"{config_file}: a {model_type!r} model does not generate text (no causal LM head).")
 
 
@@ -126,6 +137,7 @@ def _transformers_version() -> str:
 def load(config: ModelConfig, progress: Progress, cancelled: Callable[[], bool]) -> Loaded:
     progress(0.0, "checking files")
     source = resolve_source(config)
+    raw: dict[str, Any] = {}
     if source.gguf_file is None:
         raw = check_folder(source.folder)
         if raw.get("quantization_config") and config.quantization != "none":
@@ -140,11 +152,12 @@ def load(config: ModelConfig, progress: Progress, cancelled: Callable[[], bool])
     _checkpoint(cancelled)
     progress(0.05, "loading tokenizer")
     tokenizer = _load_tokenizer(source)
+    processor = _load_processor(source) if is_vision_config(raw) else None
     _checkpoint(cancelled)
     progress(WEIGHTS_START, "loading weights")
-    model = _load_weights(source, device, dtype, attention, quant, progress, cancelled)
+    model = _load_weights(source, device, dtype, attention, quant, progress, cancelled, vision=processor is not None)
     label = quant_label or _dtype_label(dtype)
-    return Loaded(model, tokenizer, source, device, dtype, model.config._attn_implementation, label)
+    return Loaded(model, tokenizer, source, device, dtype, model.config._attn_implementation, label, processor)
 
 
 def _checkpoint(cancelled: Callable[[], bool]) -> None:
@@ -176,11 +189,26 @@ def _load_tokenizer(source: Source) -> Any:
         ) from error
 
 
+def _load_processor(source: Source) -> Any:
+    """A vision model's image processor (with its tokenizer), from the folder's own files, no code run."""
+    from transformers import AutoProcessor
+
+    try:
+        return AutoProcessor.from_pretrained(str(source.folder), local_files_only=True, trust_remote_code=False)
+    except Exception as error:  # transformers raises many kinds here; a person needs one sentence
+        raise RunnerError(
+            f"{source.folder}: this vision model's image processor could not be loaded ({_short(error)}). "
+            "Its folder needs processor_config.json or preprocessor_config.json."
+        ) from error
+
+
 def _load_weights(
     source: Source, device: torch.device, dtype: torch.dtype, attention: str, quant: Any,
-    progress: Progress, cancelled: Callable[[], bool],
+    progress: Progress, cancelled: Callable[[], bool], vision: bool = False,
 ) -> Any:
-    from transformers import AutoModelForCausalLM
+    from transformers import AutoModelForCausalLM, AutoModelForImageTextToText
+
+    model_class = AutoModelForImageTextToText if vision else AutoModelForCausalLM
 
     kwargs: dict[str, Any] = {
         "dtype": dtype,
@@ -198,7 +226,7 @@ def _load_weights(
         kwargs["use_safetensors"] = True
     with weights_progress(progress, cancelled, gguf=source.gguf_file is not None):
         try:
-            result: Any = AutoModelForCausalLM.from_pretrained(str(source.folder), **kwargs)
+            result: Any = model_class.from_pretrained(str(source.folder), **kwargs)
             model, info = result
         except LoadCancelled:
             raise

@@ -25,7 +25,15 @@ from engine.catalog.model_files import known_name
 from engine.chat_template import end_markers, render_chat
 from engine.detokenizer import OffsetDetokenizer
 from engine.parsing.detect import detect_format
-from engine.protocol import ChatMessage, Constraint, ModelConfig, ModelInfo, SamplingParams, TokenLogprob, ToolSpec
+from engine.protocol import (
+    ChatMessage,
+    Constraint,
+    ModelConfig,
+    ModelInfo,
+    SamplingParams,
+    TokenLogprob,
+    ToolSpec,
+)
 from engine.runners.base import (
     PENALTY_LAST_N,
     CacheFull,
@@ -48,6 +56,7 @@ from engine.runners.hf.text import (
     single_token_ids,
     tokenizer_adds_bos,
 )
+from engine.runners.hf.vision import MARK_START, Pictures
 
 GREEDY = SamplingParams(temperature=0.0, repeat_penalty=1.0)
 
@@ -94,7 +103,14 @@ class HfRunner:
             self.tokenizer.encode(text, add_special_tokens=False)) == 1, self.tokenizer.bos_token or "",
             self.tokenizer.eos_token or "")
         self._hidden_ids = hidden_special_ids(self.tokenizer, self.output_format.marker_texts)
-        self.info = replace(self._describe(config, loaded, notes), capabilities=self.output_format.capabilities)
+        self._pictures: Pictures | None = None
+        capabilities = self.output_format.capabilities
+        if loaded.processor is not None:
+            table_rows = int(self.model.get_input_embeddings().weight.shape[0])
+            self._pictures = Pictures(self.model, loaded.processor, self.device,
+                                      base=max(logits_width, table_rows, len(self.tokenizer)))
+            capabilities = (*capabilities, "vision")
+        self.info = replace(self._describe(config, loaded, notes), capabilities=capabilities)
 
     # ------------------------------------------------------------ loading
 
@@ -187,10 +203,15 @@ class HfRunner:
 
     def render_chat(self, messages: Sequence[ChatMessage], tools: Sequence[ToolSpec] = (),
                     options: Sequence[tuple[str, str]] = ()) -> str:
+        if self._pictures is not None:  # each picture becomes a marker that tokenize() expands
+            messages = self._pictures.render(messages)
         return render_chat(chat_template(self.tokenizer), messages, self.tokenizer.bos_token or "",
                            self.tokenizer.eos_token or "", tools, options)
 
     def tokenize(self, text: str) -> list[int]:
+        if self._pictures is not None and MARK_START in text:
+            return self._pictures.tokenize(
+                text, lambda piece, first: encode_prompt(self.tokenizer, piece, self._bos_wanted and first))
         return encode_prompt(self.tokenizer, text, self._bos_wanted)
 
     def detokenizer(self) -> OffsetDetokenizer:
@@ -354,7 +375,12 @@ class HfRunner:
         }
         if self._keeps_logits:
             kwargs["logits_to_keep"] = plan.logits_index if plan.logits_index is not None else 1
-        logits = self.model(input_ids=plan.input_ids, **kwargs).logits[0]
+        pictures = self._pictures
+        if pictures is not None and bool((plan.input_ids >= pictures.base).any()):
+            inputs: dict[str, torch.Tensor] = {"inputs_embeds": pictures.embed(plan.input_ids)}
+        else:
+            inputs = {"input_ids": plan.input_ids}
+        logits = self.model(**inputs, **kwargs).logits[0]
         if not self._keeps_logits and plan.logits_index is not None:
             logits = logits[plan.logits_index]
         return logits

@@ -54,7 +54,7 @@ BAD_CHATS = [
     ("unknown role", {"messages": [{"role": "wizard", "content": "hi"}]}, "messages[0].role"),
     ("a message that is not text", {"messages": [{"role": "user", "content": 5}]}, "messages[0].content"),
     ("an image", {"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]},
-     "messages[0].content"),
+     "messages[0].content[0].image_url"),  # not a data: URL
     ("n > 1", {"messages": USER, "n": 2}, "n"),
     ("a tool without a name", {"messages": USER, "tools": [{"type": "function", "function": {}}]},
      "tools[0].function.name"),

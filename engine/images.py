@@ -1,0 +1,71 @@
+"""Pictures in messages: which kinds are taken, told apart by their bytes, and what a model that cannot see says.
+
+Shared by the engine (refusing a turn), the API (its 400s) and the window (the chip), so all three say
+the same sentence.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+
+from engine.protocol import IMAGE_TYPES, ImagePart, ModelInfo
+
+
+class ImageError(ValueError):
+    """Bytes that are not a PNG, JPEG or WebP picture, or a URL that is not a data: URL of one."""
+
+
+def sniff_mime(data: bytes) -> str | None:
+    """The picture's type from its first bytes (never from a name or a claimed type); None if none of ours."""
+    if data.startswith(b"\x89PNG\r\n\x1a\n"):
+        return "image/png"
+    if data.startswith(b"\xff\xd8\xff"):
+        return "image/jpeg"
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "image/webp"
+    return None
+
+
+def image_part(data: bytes) -> ImagePart:
+    mime = sniff_mime(data)
+    if mime is None:
+        raise ImageError("the image is not a PNG, JPEG or WebP picture")
+    return ImagePart(data, mime)
+
+
+def from_base64(text: str) -> ImagePart:
+    try:
+        data = base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError) as error:
+        raise ImageError(f"the image's base64 data is broken ({error})") from error
+    return image_part(data)
+
+
+def from_url(url: str) -> ImagePart:
+    """A `data:image/...;base64,...` URL's picture; any other URL is refused (nothing is fetched for anyone)."""
+    if url.startswith(("http://", "https://")):
+        raise ImageError("image URLs are not fetched: send the picture itself as a data: URL "
+                         "(data:image/png;base64,...)")
+    if not url.startswith("data:"):
+        raise ImageError("an image_url must be a data: URL (data:image/png;base64,...)")
+    header, _, payload = url[5:].partition(",")
+    kind, _, encoding = header.partition(";")
+    if encoding != "base64":
+        raise ImageError("an image data: URL must be base64 encoded (data:image/png;base64,...)")
+    if kind and kind not in IMAGE_TYPES:
+        raise ImageError(f"images of type {kind} are not taken: send PNG, JPEG or WebP")
+    return from_base64(payload)
+
+
+def cannot_see(info: ModelInfo) -> str:
+    """Why this model takes no pictures, for a person."""
+    if info.backend == "llamacpp":
+        return f"This model cannot see images: no vision projector (mmproj) next to {info.name}"
+    if info.backend == "remote":
+        return f"This model cannot see images: images are not sent to remote servers ({info.name})"
+    return f"This model cannot see images: {info.name} has no vision encoder"
+
+
+def can_see(info: ModelInfo) -> bool:
+    return "vision" in info.capabilities
