@@ -254,10 +254,11 @@ class LlamaCppRunner:
             self._settle(item.slot)
         outputs = self._fill_batch(plan)
         reads_prompt = any(len(item.tokens) > 1 for item in plan)
-        self._use_threads(self._threads[1] if reads_prompt else self._generation_threads.pick())
+        threads = self._threads[1] if reads_prompt else self._generation_threads.pick()
+        self._use_threads(threads)
         self._rows.entries = {}
         self._rows.constraints.start_masks([(item.slot, item.draft) for item, _ in outputs],
-                                           concurrent=self.info.gpu_offload or spare_core(self._step_threads))
+                                           concurrent=self.info.gpu_offload or spare_core(threads))
         try:
             result = llama_cpp.llama_decode(self._context, self._batch)  # drops the GIL: the masks fill meanwhile
         finally:
