@@ -1,8 +1,10 @@
-"""End to end: the bundled model, made to call `add` (tool_choice "required"), the real window, a real MCP server.
+"""End to end: the bundled model, made to call `add` (tool_choice naming it), the real window, a real MCP server.
 
-Nothing here rests on the model's words: the call's name, that its arguments fit the tool's schema,
-that the server's result for exactly those arguments goes back to the model, and that the answer
-goes on after it.
+Under "required" the model picks one of the offered tools itself, and which one follows any change to
+the test server's tool list; naming the tool makes the call's name certain, its arguments still the
+model's own under the schema's grammar. Nothing here rests on the model's words: that its arguments
+fit the tool's schema, that the server's result for exactly those arguments goes back to the model,
+and that the answer goes on after it.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ def test_the_model_calls_add_the_user_allows_it_and_the_answer_goes_on(qtbot, ma
     window = make_window(max_new_tokens=120)
     wait_restored(qtbot, window)
     tab = window.current_tab()
-    tab.chat_tools.tool_choice = "required"
+    tab.chat_tools.tool_choice = "add"
     tab.input.setPlainText("Use the add tool to add 2 and 3.")
     tab.send()
     qtbot.waitUntil(lambda: bool(tab.view.findChildren(ToolCallCard)), timeout=LONG * 3)
