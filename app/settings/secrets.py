@@ -1,7 +1,8 @@
 """API keys kept out of settings.json: the system keyring where there is one, else a private file.
 
 Two keys: the remote server's (REMOTE_KEY, sent to it) and the local API's
-(LOCAL_API_KEY, which clients of Hearth's own server must send). `keyring`
+(LOCAL_API_KEY, which clients of Hearth's own server must send); and the MCP
+servers' secrets that mcp.json names as `${keyring:NAME}` (`mcp_secret`). `keyring`
 (optional: pip install 'hearth-chat[remote]') stores them in the platform's
 vault (macOS Keychain, Windows Credential Locker, the Secret Service on Linux
 desktops). Without keyring, or with no usable vault behind it (a headless
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,6 +37,11 @@ class Secret:
 
 REMOTE_KEY = Secret(ACCOUNT, FILE_NAME, "remote server's API key")
 LOCAL_API_KEY = Secret("local-api-key", "local_api_key", "local API's key")
+
+
+def mcp_secret(name: str) -> Secret:
+    """A secret an MCP server's env or headers refer to as `${keyring:NAME}`."""
+    return Secret(f"mcp:{name}", "mcp_secret_" + re.sub(r"[^A-Za-z0-9_.-]", "_", name), f'MCP secret "{name}"')
 
 
 @dataclass(frozen=True)

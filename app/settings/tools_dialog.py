@@ -3,7 +3,9 @@ the tools always allowed (revocable), Import… another app's mcp.json, and Edit
 
 A server is listed with exactly what will run on this computer, with the user's rights. Its tools
 show once it has been started (here with "List tools", or by a chat that needs them); a server that
-fails says why. Changes are saved to the settings at once.
+fails says why. Changes are saved to the settings at once. Values of env or headers that look like
+secrets and are written in plain text are pointed out, with "Keep secrets in the keyring" to move them
+(mcp.json then names each as `${keyring:NAME}`).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from PySide6.QtWidgets import (
 from app.tools.service import ToolService, tool_key
 from engine.tools.config import McpConfigError, config_text, merge_servers, read_config
 from engine.tools.manager import ServerTools
+from engine.tools.secrets import plain_secrets
 
 SERVER_TIP = "What will run on this computer, with your rights, when a chat first needs its tools"
 
@@ -59,6 +62,13 @@ class ToolsDialog(QDialog):
         self.list_button = QPushButton("List tools")
         self.list_button.setToolTip("Start the servers that are on and show their tools")
         self.list_button.clicked.connect(self._on_list)
+        self.secrets_note = QLabel()
+        self.secrets_note.setWordWrap(True)
+        self.secrets_note.setTextFormat(Qt.TextFormat.PlainText)
+        self.secrets_button = QPushButton("Keep secrets in the keyring")
+        self.secrets_button.setToolTip("Store these values in the system keyring (or a file only you can read) "
+                                       "and leave a ${keyring:NAME} reference in mcp.json")
+        self.secrets_button.clicked.connect(self._on_keep_secrets)
         self._build()
         service.tools_listed.connect(self._on_listed)
         self.refresh()
@@ -68,6 +78,9 @@ class ToolsDialog(QDialog):
         for button in (self.import_button, self.edit_button, self.list_button):
             row.addWidget(button)
         row.addStretch(1)
+        secrets_row = QHBoxLayout()
+        secrets_row.addWidget(self.secrets_note, 1)
+        secrets_row.addWidget(self.secrets_button)
         allowed_row = QHBoxLayout()
         allowed_row.addWidget(self.allowed, 1)
         allowed_row.addWidget(self.revoke_button)
@@ -76,6 +89,7 @@ class ToolsDialog(QDialog):
         layout.addWidget(self.problem)
         layout.addWidget(self.tree, 3)
         layout.addLayout(row)
+        layout.addLayout(secrets_row)
         layout.addWidget(QLabel("Always allowed (these run without asking):"))
         layout.addLayout(allowed_row, 1)
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
@@ -102,6 +116,16 @@ class ToolsDialog(QDialog):
         self.allowed.clear()
         for key in self.service.settings.get("tools.always_allow"):
             self.allowed.addItem(QListWidgetItem(key))
+        self._show_plain_secrets()
+
+    def _show_plain_secrets(self, done: str = "") -> None:
+        plain = plain_secrets(self.service.servers)
+        self.secrets_button.setVisible(bool(plain))
+        if plain and not done:
+            where = ", ".join(f"{key} of {server}" for server, key in plain)
+            done = f"Written in plain text in mcp.json, and they look like secrets: {where}."
+        self.secrets_note.setText(done)
+        self.secrets_note.setVisible(bool(done))
 
     def _add_tools(self, item: QTreeWidgetItem, listed: ServerTools | None) -> None:
         server = item.text(0)
@@ -131,6 +155,11 @@ class ToolsDialog(QDialog):
             values.append(key)
         self.service.settings.set(setting, values)
         self.service.settings.save()
+
+    def _on_keep_secrets(self) -> None:
+        said = self.service.keep_secrets_in_keyring()
+        self.refresh()
+        self._show_plain_secrets(said)
 
     def _on_revoke(self) -> None:
         for item in self.allowed.selectedItems():

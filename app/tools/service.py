@@ -3,7 +3,9 @@
 The manager (engine/tools) runs the SDK on its own thread and answers with futures; this object
 turns their completion into signals on the GUI thread. Servers start only when a chat first needs
 their tools (`prepare`), and every one is stopped at `shutdown`. Which servers and tools are on,
-and which tools run without asking, are settings; the approval itself is the chat's part.
+and which tools run without asking, are settings; the approval itself is the chat's part. Secrets
+that mcp.json names as `${keyring:NAME}` are read from the keyring (or a private file) as a server
+starts; `keep_secrets_in_keyring` moves the plain ones there.
 """
 
 from __future__ import annotations
@@ -14,11 +16,19 @@ from concurrent.futures import Future
 from PySide6.QtCore import QObject, Signal
 
 from app.settings.location import config_dir
+from app.settings.secrets import load_secret, mcp_secret, save_secret, storage
 from app.settings.store import Settings
 from engine.protocol import ToolSpec
-from engine.tools.config import FILE_NAME, McpConfigError, ServerConfig, read_config
+from engine.tools.config import (
+    FILE_NAME,
+    McpConfigError,
+    ServerConfig,
+    config_text,
+    read_config,
+)
 from engine.tools.manager import ServerTools, ToolManager
 from engine.tools.results import ToolResult, error_result
+from engine.tools.secrets import with_references
 
 Ready = Callable[[], None]
 
@@ -86,6 +96,23 @@ class ToolService(QObject):
         self.settings.set("tools.always_allow", [k for k in self.settings.get("tools.always_allow") if k != key])
         self.settings.save()
 
+    def keep_secrets_in_keyring(self) -> str:
+        """Move mcp.json's plain secret-looking env and header values to the keyring; says where they went."""
+        servers, moved = with_references(self.servers)
+        if not moved:
+            return ""
+        for name, value in moved.items():
+            save_secret(mcp_secret(name), value)
+            if load_secret(mcp_secret(name)) != value.strip():
+                return f'The secret "{name}" could not be stored; mcp.json was left as it was.'
+        target = config_dir() / FILE_NAME
+        target.write_text(config_text(servers), encoding="utf-8")
+        self.reload()
+        kept = storage(mcp_secret(next(iter(moved))))
+        where = (kept.description.split(",")[0].replace("Stored", "They are") if kept.kind == "keyring" else
+                 f"There is no system keyring here: they are in files readable by you only, in {target.parent}")
+        return f"{len(moved)} secret(s) moved out of mcp.json, which now names each as ${{keyring:NAME}}. {where}."
+
     # ------------------------------------------------------------ what a chat uses
 
     def prepare(self, ready: Ready) -> None:
@@ -147,7 +174,7 @@ class ToolService(QObject):
             except ImportError:
                 self.config_error = "MCP tools need the mcp package: pip install 'hearth-chat[tools]'."
                 return None
-            self._manager = ToolManager(self.servers)
+            self._manager = ToolManager(self.servers, secrets=_stored_secret)
         return self._manager
 
     def _on_listed(self, tools: ServerTools) -> None:
@@ -164,6 +191,11 @@ class ToolService(QObject):
             return
         error = future.exception()
         self.call_finished.emit(token, error_result(f"The call failed: {error}") if error else future.result())
+
+
+def _stored_secret(name: str) -> str:
+    """The value of `${keyring:NAME}` (called on the tools thread as a server starts)."""
+    return load_secret(mcp_secret(name))
 
 
 def _listed_or_error(name: str, future: Future[ServerTools]) -> ServerTools:

@@ -4,6 +4,8 @@ The SDK's client is an async context manager built on anyio task groups, which m
 and left in the same task: so each server gets a task that enters it, lists the tools, and waits
 until it is told to stop; calls are made from their own tasks through the open client. A stdio
 server's stderr goes to a private temporary file, whose tail explains a server that fails.
+Secrets referred to in mcp.json (`${keyring:NAME}`) are looked up only here, as the server starts,
+and only the started child or request sees their values (engine/tools/secrets.py).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import IO, Any, cast
 
 from engine.protocol import ToolSpec
 from engine.tools.config import ServerConfig
+from engine.tools.secrets import Lookup, MissingSecret, references, resolve
 
 STDERR_TAIL_CHARS = 1500
 CONNECT_TIMEOUT_S = 30.0  # starting a server (npx may download first) and listing its tools
@@ -29,8 +32,9 @@ class ToolServerError(Exception):
 class Connection:
     """A started server: `tools` once ready; `failure` once it has broken off."""
 
-    def __init__(self, config: ServerConfig) -> None:
-        self.config = config
+    def __init__(self, config: ServerConfig, secrets: Lookup | None = None) -> None:
+        self.config = config  # as mcp.json writes it: what every message shows
+        self._secrets = secrets or _no_secrets
         self.client: Any = None
         self.tools: tuple[ToolSpec, ...] = ()
         self.failure = ""
@@ -82,38 +86,49 @@ class Connection:
     async def _run(self) -> None:
         try:
             async with AsyncExitStack() as stack:
-                self.client = await stack.enter_async_context(self._client(stack))
+                config = self.config
+                if references(config):  # a keyring may block (a vault to unlock): not on the loop
+                    config = await asyncio.to_thread(resolve, config, self._secrets)
+                self.client = await stack.enter_async_context(self._client(config, stack))
                 listed = await self.client.list_tools()
                 self.tools = tuple(_spec(tool) for tool in listed.tools)
                 self._ready.set_result(self.tools)
                 await self._stop.wait()
         except asyncio.CancelledError:
             raise
+        except MissingSecret as error:
+            self._fail(self.explain(str(error)))
         except BaseException as error:  # an ExceptionGroup from the SDK's task groups, an OSError from the spawn
-            message = self.explain(f"could not start or broke off: {_describe(error)}")
-            self.failure = self.failure or message
-            if not self._ready.done():
-                self._ready.set_exception(ToolServerError(message))
+            self._fail(self.explain(f"could not start or broke off: {_describe(error)}"))
         finally:
             self.client = None
 
-    def _client(self, stack: AsyncExitStack) -> Any:
+    def _fail(self, message: str) -> None:
+        self.failure = self.failure or message
+        if not self._ready.done():
+            self._ready.set_exception(ToolServerError(message))
+
+    def _client(self, config: ServerConfig, stack: AsyncExitStack) -> Any:
         from mcp import (
             Client,  # the SDK is imported on the tools thread, and only when a server is used
         )
 
-        if self.config.url:
+        if config.url:
             import httpx2
             from mcp.client.streamable_http import streamable_http_client
 
-            http = httpx2.AsyncClient(headers=dict(self.config.headers), timeout=httpx2.Timeout(30.0, read=300.0))
+            http = httpx2.AsyncClient(headers=dict(config.headers), timeout=httpx2.Timeout(30.0, read=300.0))
             stack.push_async_callback(http.aclose)
-            return Client(streamable_http_client(self.config.url, http_client=http))
+            return Client(streamable_http_client(config.url, http_client=http))
         from mcp.client.stdio import StdioServerParameters, stdio_client
 
         self._stderr = tempfile.TemporaryFile("a+b")  # O_APPEND: the child's writes never overwrite
-        params = StdioServerParameters(command=self.config.command, args=list(self.config.args), env=dict(self.config.env))
+        params = StdioServerParameters(command=config.command, args=list(config.args), env=dict(config.env))
         return Client(stdio_client(params, errlog=cast(Any, self._stderr)))
+
+
+def _no_secrets(_name: str) -> str:
+    return ""
 
 
 def _spec(tool: Any) -> ToolSpec:

@@ -28,6 +28,7 @@ from engine.tools.results import (
     error_result,
     from_mcp,
 )
+from engine.tools.secrets import Lookup
 
 T = TypeVar("T")
 
@@ -46,8 +47,10 @@ class ServerTools:
 class ToolManager:
     """Starts, lists, calls and stops MCP servers; thread-safe, never blocks its caller."""
 
-    def __init__(self, servers: Sequence[ServerConfig] = ()) -> None:
+    def __init__(self, servers: Sequence[ServerConfig] = (), secrets: Lookup | None = None) -> None:
+        """`secrets` gives the values of the `${keyring:NAME}` references in mcp.json, on the tools thread."""
         self._configs = {server.name: server for server in servers}
+        self._secrets = secrets
         self._connections: dict[str, Connection] = {}
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="mcp tools", daemon=True)
@@ -106,7 +109,7 @@ class ToolManager:
         if connection is None or not connection.alive:
             if connection is not None:
                 await connection.stop()
-            connection = self._connections[server] = Connection(config)
+            connection = self._connections[server] = Connection(config, self._secrets)
         await connection.ready()
         return connection
 

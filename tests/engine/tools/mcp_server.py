@@ -1,7 +1,7 @@
 """An MCP server for the tests, written with the SDK: `python mcp_server.py FOLDER [--http PORT]`.
 
-Tools: add two numbers, read a file from FOLDER, sleep, raise, return 1 MB of text, and exit the
-process (a server that crashes mid-call).
+Tools: add two numbers, read a file from FOLDER, sleep, raise, return 1 MB of text, exit the
+process (a server that crashes mid-call), and say an environment variable (what the server was given).
 """
 
 from __future__ import annotations
@@ -47,6 +47,11 @@ def big() -> str:
 @server.tool(description="The server process dies in the middle of the call.")
 def crash() -> str:
     os._exit(3)
+
+
+@server.tool(description="The value of an environment variable of the server.")
+def env(name: str) -> str:
+    return os.environ.get(name, "(not set)")
 
 
 if __name__ == "__main__":

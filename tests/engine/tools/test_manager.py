@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,7 @@ from engine.tools.manager import ToolManager
 from tests.engine.tools.conftest import stdio_server
 
 WAIT_S = 60  # starting a Python MCP server on a busy machine takes seconds
+SECRETS = {"probe.TOKEN": "s3cret-value"}  # what the keyring holds, for these tests
 
 
 @pytest.fixture(scope="module")
@@ -27,7 +29,9 @@ def manager(tool_folder: Path, http_server: str) -> Iterator[ToolManager]:
         ServerConfig("http", url=http_server),
         ServerConfig("missing", command="/no/such/program-for-tools"),
         ServerConfig("dies", command=sys.executable, args=("-c", "import sys; print('bad token in config', file=sys.stderr); sys.exit(2)")),
-    ])
+        replace(stdio_server(tool_folder, "keyed"), env=(("PROBE_TOKEN", "${keyring:probe.TOKEN}"),)),
+        replace(stdio_server(tool_folder, "unkeyed"), env=(("PROBE_TOKEN", "${keyring:nowhere}"),)),
+    ], secrets=lambda name: SECRETS.get(name, ""))
     yield manager
     manager.shutdown()
     assert manager.running() == ()
@@ -37,7 +41,7 @@ def test_lists_the_tools_with_their_schemas(manager: ToolManager) -> None:
     listed = manager.list_tools("test").result(WAIT_S)
     assert listed.error == ""
     names = [tool.name for tool in listed.tools]
-    assert names == ["add", "read_file", "sleep", "fail", "big", "crash"]
+    assert names == ["add", "read_file", "sleep", "fail", "big", "crash", "env"]
     add = listed.tools[0]
     assert add.description == "Add two numbers."
     assert json.loads(add.parameters)["required"] == ["a", "b"]
@@ -96,6 +100,18 @@ def test_a_command_that_does_not_exist_says_so(manager: ToolManager) -> None:
 def test_a_server_that_fails_to_start_shows_its_stderr(manager: ToolManager) -> None:
     listed = manager.list_tools("dies").result(WAIT_S)
     assert "Its last output:\nbad token in config" in listed.error
+
+
+def test_a_keyring_reference_reaches_the_child_as_its_value(manager: ToolManager) -> None:
+    assert manager.call("keyed", "env", '{"name": "PROBE_TOKEN"}').result(WAIT_S).text == "s3cret-value"
+
+
+def test_a_secret_not_stored_says_which_and_starts_nothing(manager: ToolManager) -> None:
+    listed = manager.list_tools("unkeyed").result(WAIT_S)
+    assert listed.tools == () and 'The tool server "unkeyed" (' in listed.error
+    assert 'needs the secret "nowhere" from the keyring, which is not stored' in listed.error
+    assert "unkeyed" not in manager.running()
+    assert manager.call("keyed", "add", '{"a": 1, "b": 1}').result(WAIT_S).text == "2.0"  # the others work on
 
 
 def test_a_crash_mid_call_is_an_error_and_the_next_call_starts_it_again(manager: ToolManager) -> None:
