@@ -219,7 +219,7 @@ class ChatTab(QWidget):
 
     def stop(self) -> None:
         if self.chat_tools is not None and self.chat_tools.busy:
-            self.chat_tools.stop()  # a call waiting or running: the engine has no turn of ours
+            self.chat_tools.stop()  # a call waiting or running, or servers starting: the engine has no turn of ours
         elif self.answering:
             self._bridge.cancel(self.chat_id)
 
@@ -329,6 +329,9 @@ class ChatTab(QWidget):
 
     def _on_tools_stopped(self, messages: list[ChatMessage]) -> None:
         self._add_tool_messages(messages)
+        card, self._answer_card = self._answer_card, None
+        if card is not None:  # stopped before the turn was sent (its servers were starting): no answer
+            self.view.remove_card(card)
         self._set_answering(False)
 
     def _add_tool_messages(self, messages: list[ChatMessage]) -> None:

@@ -5,7 +5,9 @@ Nothing runs before the person allows it, unless the tool is always allowed; eac
 at once, so the independent calls of one step run together. When every call of the step has a
 result (or was declined) the tab is handed the tool messages, in call order, and sends the
 conversation on; after `tools.max_rounds` steps the model is offered no tools and must answer.
-While calls wait or run the chat holds no engine work: the engine finished its turn.
+While calls wait or run the chat holds no engine work: the engine finished its turn. Nor does it
+while the servers start before a turn (the first one needs their tools): Stop then drops the turn,
+and nothing is sent when they come up.
 """
 
 from __future__ import annotations
@@ -58,11 +60,13 @@ class ChatTools(QObject):
         self._calls: list[_Call] = []
         self._offered: dict[str, tuple[str, ToolSpec]] = {}
         self._failures_shown: set[str] = set()
+        self._preparing: object | None = None  # the turn waiting for the servers to be listed
         service.call_finished.connect(self._on_call_finished)
 
     @property
     def busy(self) -> bool:
-        return bool(self._calls)
+        """Calls wait or run, or a turn waits for its servers: Stop is ours, the engine has no turn."""
+        return bool(self._calls) or self._preparing is not None
 
     def new_answer(self) -> None:
         self.rounds = 0
@@ -70,7 +74,14 @@ class ChatTools(QObject):
     def submit_turn(self, bridge: EngineBridge, chat_id: str, conversation: list[ChatMessage],
                     sampling: SamplingParams, options: tuple[tuple[str, str], ...], show_error: Callable[[str], None]) -> None:
         """Submit the turn with the enabled tools, once their servers are started and listed (the first time)."""
-        self.service.prepare(lambda: self._submit(bridge, chat_id, conversation, sampling, options, show_error))
+        self._preparing = turn = object()
+
+        def ready() -> None:
+            if self._preparing is turn:  # not stopped (nor replaced by a later turn) while the servers started
+                self._preparing = None
+                self._submit(bridge, chat_id, conversation, sampling, options, show_error)
+
+        self.service.prepare(ready)
 
     def _submit(self, bridge: EngineBridge, chat_id: str, conversation: list[ChatMessage],
                 sampling: SamplingParams, options: tuple[tuple[str, str], ...], show_error: Callable[[str], None]) -> None:
@@ -112,7 +123,8 @@ class ChatTools(QObject):
         self._maybe_done()
 
     def stop(self) -> None:
-        """Stop: running calls are cancelled, waiting ones never run; the answer ends."""
+        """Stop: running calls are cancelled, waiting ones never run, a turn waiting for its servers is dropped."""
+        self._preparing = None
         for pending in self._calls:
             if pending.result is None:
                 if pending.future is not None:

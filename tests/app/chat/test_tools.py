@@ -217,3 +217,24 @@ def test_a_call_of_a_tool_not_offered_runs_nothing(qtbot, tools_window) -> None:
     window.bridge.call_tools(tab.chat_id, ToolCall("call_x", "rm_rf", "{}"))
     assert _call_cards(tab)[0].state == "unknown"
     assert window.bridge.submitted[-1][1][-1].content == "There is no tool named rm_rf; it did not run."
+
+
+def test_stop_while_the_servers_start_drops_the_turn_and_nothing_is_sent_when_they_come_up(qtbot, tools_window) -> None:  # type: ignore[no-untyped-def]
+    window = tools_window()
+    wait_restored(qtbot, window)
+    bridge, tab = window.bridge, window.current_tab()
+    tab.input.setPlainText("What is 2 + 3?")
+    tab.send()  # the server's tools are listed on the tools thread; the GUI hears of it only in its event loop
+    assert tab.answering and tab.stop_button.isEnabled() and bridge.submitted == []
+    qtbot.mouseClick(tab.stop_button, Qt.MouseButton.LeftButton)
+    assert not tab.answering and not tab.stop_button.isEnabled() and tab.send_button.isEnabled()
+    assert [card.role for card in tab.view.cards()] == ["user"]  # no answer card left waiting
+    with qtbot.waitSignal(window.tool_service.tools_listed, timeout=LONG):
+        pass  # the server came up: the readiness callbacks ran in that same slot
+    assert bridge.submitted == [] and bridge.cancelled == []
+    assert [(m.role, m.content) for m in tab.messages] == [("user", "What is 2 + 3?")]
+
+    tab.regenerate()  # the tab is usable: the question is asked again, now with the tools
+    assert len(bridge.submitted) == 1 and "add" in [spec.name for spec in bridge.tools[-1]]
+    bridge.answer(tab.chat_id, "5.")
+    assert not tab.answering and [m.role for m in tab.messages] == ["user", "assistant"]
