@@ -237,7 +237,7 @@ class ChatTab(QWidget):
             self._start_turn()
 
     def set_conversation(self, messages: Sequence[ChatMessage], tool_outcomes: Mapping[str, str] = {},
-                         tool_errors: Mapping[str, bool] = {}) -> None:
+                         tool_errors: Mapping[str, bool] = {}, tool_servers: Mapping[str, str] = {}) -> None:
         """Show a stored conversation (the history reopening a chat or switching a branch); not while answering."""
         if self.message_actions.editing_index is not None:
             self.message_actions.cancel_edit()
@@ -250,7 +250,7 @@ class ChatTab(QWidget):
                     add_result_card(self.view, message, tool_errors.get(message.tool_call_id, False))
                 else:
                     self.view.add_card(message.role, message.content).set_thinking(message.reasoning)
-            restore_cards(self.view, self.messages, tool_outcomes, tool_errors)
+            restore_cards(self.view, self.messages, tool_outcomes, tool_errors, tool_servers)
         else:
             self.view.set_messages([(message.role, message.content, message.reasoning) for message in self.messages])
         self.view.scroll_to_bottom()

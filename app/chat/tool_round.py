@@ -57,6 +57,7 @@ class ChatTools(QObject):
         self.tool_choice = "auto"
         self.outcomes: dict[str, str] = {}  # call id -> outcome (the history stores it)
         self.errors: dict[str, bool] = {}  # call id -> the result was an error
+        self.servers: dict[str, str] = {}  # call id -> the server it goes to (stored with the answer)
         self._calls: list[_Call] = []
         self._offered: dict[str, tuple[str, ToolSpec]] = {}
         self._failures_shown: set[str] = set()
@@ -111,6 +112,7 @@ class ChatTools(QObject):
         for call in calls:
             server = self._offered.get(call.name, ("", None))[0]
             pending = _Call(call, server, ToolCallCard(call.name, server, call.arguments))
+            self.servers[call.id] = server
             card.add_part(pending.card)
             pending.card.decided.connect(lambda choice, pending=pending: self._on_decided(pending, choice))
             self._calls.append(pending)
@@ -184,15 +186,16 @@ def add_result_card(view: MessageList, message: ChatMessage, is_error: bool) -> 
 
 
 def restore_cards(view: MessageList, messages: Sequence[ChatMessage], outcomes: Mapping[str, str],
-                  errors: Mapping[str, bool]) -> None:
-    """A stored chat's tool cards: each call's card in its answer; a call with no result shows as interrupted."""
+                  errors: Mapping[str, bool], servers: Mapping[str, str] = {}) -> None:
+    """A stored chat's tool cards: each call's card in its answer (with its server, where it was known);
+    a call with no result shows as interrupted."""
     answered = {message.tool_call_id for message in messages if message.role == "tool"}
     cards = view.message_cards()
     for card, message in zip(cards, messages):
         if message.tool_calls and not message.content.strip():
             card.browser.hide()
         for call in message.tool_calls:
-            call_card = ToolCallCard(call.name, "", call.arguments)
+            call_card = ToolCallCard(call.name, servers.get(call.id, ""), call.arguments)
             card.add_part(call_card)
             outcome = outcomes.get(call.id, "")
             if call.id not in answered or outcome in ("", "interrupted"):

@@ -245,7 +245,8 @@ class HistoryClient(QObject):
                     prompt_tokens, generated_tokens, timings, finish_reason,
                     thought if reasoning is None else reasoning, tool_calls)
 
-    def finish_turn(self, message_id: str, finished: TurnFinished, reasoning_s: float = 0.0) -> None:
+    def finish_turn(self, message_id: str, finished: TurnFinished, reasoning_s: float = 0.0,
+                    tool_servers: dict[str, str] | None = None) -> None:
         """finish_answer from the engine's TurnFinished (reason, text, thinking, stats).
 
         `reasoning_s`: how long the thinking took as the window measured it, kept where the stats have
@@ -255,6 +256,8 @@ class HistoryClient(QObject):
         prompt_tokens, generated_tokens = stats.pop("prompt_tokens", None), stats.pop("generated_tokens", None)
         if not stats.get("reasoning_s") and reasoning_s > 0:
             stats["reasoning_s"] = reasoning_s
+        if tool_servers:  # call id -> the MCP server it went to, for the restored cards
+            stats["tool_servers"] = tool_servers
         state = "interrupted" if finished.reason in _INTERRUPTED_REASONS else "complete"
         text = finished.text or None  # an error may come with no text: keep what streamed
         self.finish_answer(message_id, text, state, prompt_tokens=prompt_tokens, generated_tokens=generated_tokens,

@@ -141,10 +141,12 @@ class HistoryUI(QObject):
         path = [m for m in snapshot.path() if m.role != "system"
                 and (m.text or m.reasoning or m.tool_calls or m.role in ("user", "tool"))]
         results = {m.tool_call_id: (m.finish_reason or "").split() for m in path if m.role == "tool"}
+        servers = {call: server for m in path if m.tool_calls and isinstance(m.timings.get("tool_servers"), dict)
+                   for call, server in m.timings["tool_servers"].items() if isinstance(server, str)}
         tab.set_conversation([ChatMessage(m.role, m.text, m.reasoning, m.tool_calls, m.tool_call_id, m.tool_name)
                               for m in path],
                              {call: words[0] if words else "" for call, words in results.items()},
-                             {call: "error" in words for call, words in results.items()})
+                             {call: "error" in words for call, words in results.items()}, servers)
         self._ids[tab.chat_id] = [m.id for m in path]
         self._states.update({m.id: m.state for m in path})
         show_stored_notes(tab, path)
@@ -255,7 +257,9 @@ class HistoryUI(QObject):
         if not shown:  # the tab shows no answer: keep none either
             self.client.discard_answer(answer)
         else:
-            self.client.finish_turn(answer, event, tab.last_reasoning_s if tab is not None else 0.0)
+            servers = tab.chat_tools.servers if tab is not None and tab.chat_tools is not None else {}
+            self.client.finish_turn(answer, event, tab.last_reasoning_s if tab is not None else 0.0,
+                                    {call.id: servers[call.id] for call in event.tool_calls if servers.get(call.id)})
             if ids is not None and tab is not None and len(ids) < len(tab.messages):
                 ids.append(answer)
         if event.chat_id in self._ids:

@@ -176,6 +176,7 @@ def test_a_restart_restores_the_calls_and_a_waiting_one_as_interrupted(qtbot, to
     assert restored.messages[1].tool_calls == (ADD,) and restored.messages[2].tool_call_id == "call_add"
     done, waiting = _call_cards(restored)
     assert done.state == "done" and waiting.state == "interrupted" and waiting.allow_button.isHidden()
+    assert done.title.text() == waiting.title.text() == "Tool call: add  ·  server test"  # as they showed live
     assert again.bridge.submitted == []  # nothing ran or was sent by itself
     restored.input.setPlainText("Never mind.")
     restored.send()
