@@ -9,7 +9,8 @@ It opens at once with the settings' model described; finding the other models an
 probing the machine (GPUs, llama.cpp's build) run off the GUI thread and fill in
 when they return (`scanning` is True until then). Its parts: the model column
 (model_list.py), the options and what can work here (form.py), the estimate
-(memory_section.py), the local API (server_section.py).
+(memory_section.py), the local API (server_section.py), the tools' limits (tools_section.py;
+`tools_requested` asks the window for the Tools window).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from app.settings.model_scan import ModelScan, ScanResult, scan_machine
 from app.settings.models_options import default_budget_bytes, engine_options
 from app.settings.models_section import ModelsSection
 from app.settings.server_section import ServerSection
+from app.settings.tools_section import ToolsSection
 from app.settings.store import Settings, engine_inputs, remote_config, server_options
 from engine.catalog.default_model import default_model_path
 from engine.catalog.description import ModelDescription, ModelEntry
@@ -44,6 +46,7 @@ class SettingsDialog(QDialog):
     sampling_applied = Signal(object, str)  # SamplingParams, system prompt: for new turns
     server_applied = Signal(object)  # ServerOptions, or None: the local API is off
     get_models_requested = Signal()  # the Get models… button: the window opens that dialog
+    tools_requested = Signal()  # Servers and tools…: the window opens the Tools window
     engine_options_applied = Signal(object)  # EngineOptions: the budget and keep-alive of several models
 
     def __init__(self, settings: Settings, parent: QWidget | None = None, *,
@@ -68,6 +71,7 @@ class SettingsDialog(QDialog):
         self.memory = MemorySection()
         self.server = ServerSection()
         self.several = ModelsSection(default_budget_bytes(self._applied_config))
+        self.tools = ToolsSection()
         self._applied_server = server_options(settings)
         self._build()
         if entries is not None:
@@ -83,6 +87,7 @@ class SettingsDialog(QDialog):
         left.addWidget(self.models, 1)
         left.addWidget(self.server)
         left.addWidget(self.several)
+        left.addWidget(self.tools)
         columns.addLayout(left, 2)
         columns.addWidget(self.form, 3)
         layout = QVBoxLayout(self)
@@ -96,6 +101,7 @@ class SettingsDialog(QDialog):
         layout.addWidget(self.buttons)
         self.models.model_selected.connect(self._on_model_selected)
         self.models.get_models_requested.connect(self.get_models_requested.emit)
+        self.tools.tools_requested.connect(self.tools_requested.emit)
         self.form.changed.connect(self._refresh)
 
     @property
@@ -193,6 +199,7 @@ class SettingsDialog(QDialog):
         self.form.load(self.settings)
         self.server.load(self.settings)
         self.several.load(self.settings)
+        self.tools.load(self.settings)
         path = self.settings.get("model.path") or self.default_path
         if path and not self.open_model(path) and self.models.list.count():
             self.models.list.setCurrentRow(0)
@@ -205,6 +212,7 @@ class SettingsDialog(QDialog):
         self.form.collect(target)
         self.server.collect(target)
         self.several.collect(target)
+        self.tools.collect(target)
 
     def apply(self) -> bool:
         """Save, then tell the window: a new ModelConfig only when the model must reload.

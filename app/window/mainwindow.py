@@ -43,6 +43,7 @@ from engine.server.options import API_CHAT_PREFIX
 
 if TYPE_CHECKING:
     from app.quantcheck.dialog import QuantCheckDialog
+    from app.settings.tools_dialog import ToolsDialog
     from app.settings.dialog import SettingsDialog
     from app.window.compare import CompareDialog
 
@@ -69,6 +70,7 @@ class MainWindow(QMainWindow):
         self.model_path = model_path  # overrides the settings' model (--model, the self-test)
         self._settings_dialog: SettingsDialog | None = None
         self._quantcheck_dialog: QuantCheckDialog | None = None  # kept: its results stay for the next look
+        self._tools_dialog: ToolsDialog | None = None  # the last one opened (it closes itself)
         _, self.default_sampling, self.system_prompt = self._engine_inputs()
         self.tool_service = ToolService(self.settings, self)  # MCP servers start when a chat first needs them
         self._tabs_by_chat: dict[str, ChatTab] = {}
@@ -309,6 +311,7 @@ class MainWindow(QMainWindow):
         self.bridge.model_load_failed.connect(dialog.show_load_error)
         dialog.finished.connect(lambda _result: self.bridge.model_load_failed.disconnect(dialog.show_load_error))
         dialog.get_models_requested.connect(self.open_get_models)
+        dialog.tools_requested.connect(lambda: self.open_tools(dialog))
         self.get_models.downloaded.connect(dialog.rescan)
         dialog.finished.connect(lambda _result: self.get_models.downloaded.disconnect(dialog.rescan))
         dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
@@ -336,12 +339,13 @@ class MainWindow(QMainWindow):
         self.history_ui.store_conversation(tab)
         return tab
 
-    def open_tools(self) -> None:
-        """The MCP servers, their tools, and the tools always allowed."""
+    def open_tools(self, over: QWidget | None = None) -> None:
+        """The MCP servers, their tools, and the tools always allowed (over the Settings dialog, from there)."""
         from app.settings.tools_dialog import ToolsDialog
 
-        dialog = ToolsDialog(self.tool_service, self)
+        dialog = ToolsDialog(self.tool_service, over or self)
         dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        self._tools_dialog = dialog
         dialog.open()
 
     def open_get_models(self) -> None:

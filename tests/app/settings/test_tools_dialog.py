@@ -81,3 +81,25 @@ def test_always_allowed_tools_are_listed_and_revoked(qtbot, service: ToolService
     dialog.revoke_button.click()
     assert dialog.allowed.count() == 0 and Settings.load().get("tools.always_allow") == []
     assert not service.always_allowed("files", "read")
+
+
+def test_settings_has_the_tools_limits_and_opens_the_tools_window(qtbot, scripted_window, settings_dir: Path) -> None:  # type: ignore[no-untyped-def]
+    window = scripted_window()
+    window.open_settings()
+    settings_dialog = window._settings_dialog
+    qtbot.waitUntil(lambda: not settings_dialog.scanning, timeout=30_000)
+    section = settings_dialog.tools
+    assert (section.timeout_spin.value(), section.result_limit_spin.value(), section.max_rounds_spin.value()) == (60, 16_000, 8)
+    section.timeout_spin.setValue(5)
+    section.max_rounds_spin.setValue(2)
+    assert settings_dialog.apply()
+    assert (Settings.load().get("tools.timeout_s"), Settings.load().get("tools.max_rounds")) == (5.0, 2)
+    assert window.tool_service.settings.get("tools.timeout_s") == 5.0  # the next call is cut off after 5 s
+
+    window.tool_service.allow_always("files", "read")
+    qtbot.mouseClick(section.servers_button, Qt.MouseButton.LeftButton)
+    tools = window._tools_dialog
+    assert isinstance(tools, ToolsDialog) and tools.isVisible() and tools.parent() is settings_dialog
+    assert [tools.allowed.item(i).text() for i in range(tools.allowed.count())] == ["files/read"]
+    tools.reject()
+    window._settings_dialog.reject()
