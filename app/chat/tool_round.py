@@ -134,6 +134,13 @@ class ChatTools(QObject):
                 self._finish(pending, Result(STOPPED, is_error=True), "stopped", "stopped")
         self.stopped.emit(self._take_messages())
 
+    def close(self) -> None:
+        """The tab is closing: a turn waiting for its servers is never sent, running calls are cancelled."""
+        self._preparing = None
+        for pending in self._calls:
+            if pending.future is not None:
+                pending.future.cancel()
+
     def _on_decided(self, pending: _Call, choice: str) -> None:
         if not pending.card.waiting or pending not in self._calls:
             return

@@ -185,6 +185,8 @@ class MainWindow(QMainWindow):
         if not isinstance(tab, ChatTab):
             return
         self.bridge.close_chat(tab.chat_id)
+        if tab.chat_tools is not None:
+            tab.chat_tools.close()  # nor is a turn sent later that waited for its tool servers
         self._tabs_by_chat.pop(tab.chat_id, None)
         self.tabs.set_busy(tab, False)
         self.tabs.removeTab(index)

@@ -239,3 +239,15 @@ def test_stop_while_the_servers_start_drops_the_turn_and_nothing_is_sent_when_th
     assert len(bridge.submitted) == 1 and "add" in [spec.name for spec in bridge.tools[-1]]
     bridge.answer(tab.chat_id, "5.")
     assert not tab.answering and [m.role for m in tab.messages] == ["user", "assistant"]
+
+
+def test_a_tab_closed_while_its_servers_start_sends_nothing_when_they_come_up(qtbot, tools_window) -> None:  # type: ignore[no-untyped-def]
+    window = tools_window()
+    wait_restored(qtbot, window)
+    tab = window.current_tab()
+    tab.input.setPlainText("What is 2 + 3?")
+    tab.send()
+    window.close_tab(tab)
+    with qtbot.waitSignal(window.tool_service.tools_listed, timeout=LONG):
+        pass  # the server came up: the readiness callbacks ran in that same slot
+    assert window.bridge.submitted == []
