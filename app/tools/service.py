@@ -19,16 +19,10 @@ from app.settings.location import config_dir
 from app.settings.secrets import load_secret, mcp_secret, save_secret, storage
 from app.settings.store import Settings
 from engine.protocol import ToolSpec
-from engine.tools.config import (
-    FILE_NAME,
-    McpConfigError,
-    ServerConfig,
-    config_text,
-    read_config,
-)
+from engine.tools.config import FILE_NAME, McpConfigError, ServerConfig, read_config
 from engine.tools.manager import ServerTools, ToolManager
 from engine.tools.results import ToolResult, error_result
-from engine.tools.secrets import with_references
+from engine.tools.secrets import move_secrets
 
 Ready = Callable[[], None]
 
@@ -98,15 +92,21 @@ class ToolService(QObject):
 
     def keep_secrets_in_keyring(self) -> str:
         """Move mcp.json's plain secret-looking env and header values to the keyring; says where they went."""
-        servers, moved = with_references(self.servers)
+        target = config_dir() / FILE_NAME
+        if self.config_error or not target.exists():
+            return self.config_error
+        try:
+            text, moved = move_secrets(target.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError):  # changed since it was read: say what is wrong now
+            self.reload()
+            return self.config_error or f"{target} could not be read."
         if not moved:
             return ""
         for name, value in moved.items():
             save_secret(mcp_secret(name), value)
             if load_secret(mcp_secret(name)) != value.strip():
                 return f'The secret "{name}" could not be stored; mcp.json was left as it was.'
-        target = config_dir() / FILE_NAME
-        target.write_text(config_text(servers), encoding="utf-8")
+        target.write_text(text, encoding="utf-8")
         self.reload()
         kept = storage(mcp_secret(next(iter(moved))))
         where = (kept.description.split(",")[0].replace("Stored", "They are") if kept.kind == "keyring" else

@@ -4,11 +4,12 @@ A reference is replaced by the secret's value only when the server starts (on th
 through a lookup the window gives: the system keyring or a private file), so the file, the command
 line shown to the person and every message about the server show the reference, never the value.
 `plain_secrets` finds values that look like secrets (a key naming a token, key, secret, password or
-auth) and `with_references` moves them out, for the Tools dialog to store them.
+auth) and `move_secrets` takes them out of the file's text, for the Tools dialog to store them.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from dataclasses import replace
@@ -72,20 +73,21 @@ def plain_secrets(servers: tuple[ServerConfig, ...]) -> list[tuple[str, str]]:
             if _looks_secret(key, value)]
 
 
-def with_references(servers: tuple[ServerConfig, ...]) -> tuple[tuple[ServerConfig, ...], dict[str, str]]:
-    """The servers with their plain secrets replaced by references, and {name: value} to store."""
+def move_secrets(text: str) -> tuple[str, dict[str, str]]:
+    """mcp.json's text with its plain secrets replaced by references, and {name: value} to store.
+
+    Only those values change: every other field of the file (ones Hearth does not read too) stays."""
+    data = json.loads(text)  # a JSONDecodeError for a file broken since it was read
+    servers = data.get("mcpServers") if isinstance(data, dict) else None
     moved: dict[str, str] = {}
-
-    def pairs(server: ServerConfig, items: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
-        kept = []
-        for key, value in items:
-            if _looks_secret(key, value):
-                name = secret_name(server.name, key)
-                moved[name] = value
-                value = reference(name)
-            kept.append((key, value))
-        return tuple(kept)
-
-    changed = tuple(replace(server, env=pairs(server, server.env), headers=pairs(server, server.headers))
-                    for server in servers)
-    return changed, moved
+    for server, entry in (servers.items() if isinstance(servers, dict) else ()):
+        for field in ("env", "headers"):
+            values = entry.get(field) if isinstance(entry, dict) else None
+            if not isinstance(values, dict):
+                continue
+            for key, value in values.items():
+                if isinstance(value, str) and _looks_secret(key, value):
+                    name = secret_name(server, key)
+                    moved[name] = value
+                    values[key] = reference(name)
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n", moved

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from engine.tools.config import ServerConfig, config_text, parse_config
 from engine.tools.secrets import (
     MissingSecret,
+    move_secrets,
     plain_secrets,
     references,
     resolve,
-    with_references,
 )
 
 GITHUB = ServerConfig("github", command="npx", args=("-y", "server-github", "--token", "${keyring:gh.arg}"),
@@ -24,19 +26,26 @@ def test_secret_looking_values_are_found_and_the_others_left() -> None:
 
 
 def test_moved_secrets_leave_references_in_the_file_and_never_their_values() -> None:
-    servers, moved = with_references((GITHUB, REMOTE))
+    text, moved = move_secrets(config_text((GITHUB, REMOTE)))
     assert moved == {"github.GITHUB_PERSONAL_ACCESS_TOKEN": "ghp_abc123", "remote.Authorization": "Bearer s3cret"}
-    text = config_text(servers)
     assert "ghp_abc123" not in text and "s3cret" not in text
     github, remote = parse_config(text)
     assert dict(github.env) == {"DEBUG": "1", "GITHUB_PERSONAL_ACCESS_TOKEN": "${keyring:github.GITHUB_PERSONAL_ACCESS_TOKEN}"}
     assert dict(remote.headers)["Authorization"] == "${keyring:remote.Authorization}"
-    assert plain_secrets(servers) == []  # a second move finds nothing
+    assert plain_secrets((github, remote)) == [] and move_secrets(text) == (text, {})  # a second move finds nothing
+
+
+def test_moving_secrets_keeps_the_fields_hearth_does_not_read() -> None:
+    theirs = {"mcpServers": {"gh": {"type": "stdio", "command": "gh-mcp", "env": {"GH_TOKEN": "t0k"}, "disabled": False}},
+              "globalShortcut": "Ctrl+Space"}
+    text, moved = move_secrets(json.dumps(theirs))
+    theirs["mcpServers"]["gh"]["env"] = {"GH_TOKEN": "${keyring:gh.GH_TOKEN}"}  # type: ignore[index]
+    assert (json.loads(text), moved) == (theirs, {"gh.GH_TOKEN": "t0k"})
 
 
 def test_resolve_fills_env_headers_and_args_and_the_command_line_keeps_the_reference() -> None:
     store = {"github.GITHUB_PERSONAL_ACCESS_TOKEN": "ghp_abc123", "gh.arg": "argsecret", "remote.Authorization": "Bearer s3"}
-    github, remote = with_references((GITHUB, REMOTE))[0]
+    github, remote = parse_config(move_secrets(config_text((GITHUB, REMOTE)))[0])
     assert references(github) == ("github.GITHUB_PERSONAL_ACCESS_TOKEN", "gh.arg")
     started = resolve(github, store.__getitem__)
     assert dict(started.env)["GITHUB_PERSONAL_ACCESS_TOKEN"] == "ghp_abc123" and started.args[-1] == "argsecret"
