@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from concurrent.futures import Future
 
-from PySide6.QtCore import QObject, Signal
+from PySide6.QtCore import QObject, Qt, Signal
 
 from app.settings.location import config_dir
 from app.settings.secrets import load_secret, mcp_secret, save_secret, storage
@@ -49,8 +49,11 @@ class ToolService(QObject):
         self._manager: ToolManager | None = None
         self._waiting: list[Ready] = []
         self._listing: set[str] = set()
-        self._listed.connect(self._on_listed)
-        self._called.connect(self._on_called)
+        # Queued even when emitted on this thread (a future already done runs its callback at once): a
+        # listing or a result always arrives from the event loop, never inside the prepare or call that
+        # asked for it, so a chat never hears of it before it has finished asking.
+        self._listed.connect(self._on_listed, Qt.ConnectionType.QueuedConnection)
+        self._called.connect(self._on_called, Qt.ConnectionType.QueuedConnection)
         self.reload()
 
     @property
@@ -129,11 +132,11 @@ class ToolService(QObject):
         """Start the server if needed and list its tools (`tools_listed` follows)."""
         if name in self._listing:
             return
+        self._listing.add(name)
         manager = self._ensure_manager()
         if manager is None:
-            self._on_listed(ServerTools(name, error=self.config_error))
+            self._listed.emit(ServerTools(name, error=self.config_error))
             return
-        self._listing.add(name)
         manager.list_tools(name).add_done_callback(lambda future: self._listed.emit(_listed_or_error(name, future)))
 
     def offered(self) -> dict[str, tuple[str, ToolSpec]]:
@@ -153,7 +156,9 @@ class ToolService(QObject):
         """Run an approved call; `call_finished(token, result)` follows unless it is cancelled first."""
         manager = self._ensure_manager()
         if manager is None:
-            self.call_finished.emit(token, error_result(self.config_error))
+            failed: Future[ToolResult] = Future()
+            failed.set_result(error_result(self.config_error))
+            self._called.emit(token, failed)
             return None
         future = manager.call(server, tool, arguments, self.settings.get("tools.timeout_s"),
                               self.settings.get("tools.result_limit"))
