@@ -30,7 +30,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.tools.service import ToolService, tool_key
-from engine.tools.config import McpConfigError, config_text, merge_servers, read_config
+from engine.tools.config import McpConfigError, merge_text, read_text
 from engine.tools.manager import ServerTools
 from engine.tools.secrets import plain_secrets
 
@@ -170,14 +170,14 @@ class ToolsDialog(QDialog):
         """Add another app's servers (Claude Desktop's claude_desktop_config.json...) to Hearth's mcp.json."""
         target = Path(self.service.path)
         try:
-            imported = read_config(Path(path))
-            current = read_config(target)
+            imported = read_text(Path(path))
+            current = read_text(target)
         except McpConfigError as error:
             self.problem.setText(str(error))
             self.problem.show()
             return
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(config_text(merge_servers(current, imported)), encoding="utf-8")
+        target.write_text(merge_text(current, imported or '{"mcpServers": {}}'), encoding="utf-8")
         self.service.reload()
         self.refresh()
 

@@ -101,7 +101,26 @@ def config_text(servers: tuple[ServerConfig, ...]) -> str:
     return json.dumps({"mcpServers": entries}, indent=2, ensure_ascii=False) + "\n"
 
 
-def merge_servers(current: tuple[ServerConfig, ...], imported: tuple[ServerConfig, ...]) -> tuple[ServerConfig, ...]:
-    """Imported servers added; one with a name already used replaces it (the file imported is the newer word)."""
-    names = {server.name for server in imported}
-    return tuple(server for server in current if server.name not in names) + imported
+def read_text(path: Path) -> str:
+    """The file's text, checked to be a usable mcp.json; no file: ""."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return ""
+    except (OSError, UnicodeDecodeError) as error:
+        raise McpConfigError(f"{path} could not be read: {error}") from error
+    parse_config(text, str(path))
+    return text
+
+
+def merge_text(current: str, imported: str) -> str:
+    """Hearth's mcp.json (text; "" for none) with the imported file's servers added, as text.
+
+    A server of the same name is replaced (the file imported is the newer word) and goes last, like the
+    new ones; everything else of Hearth's file stays as written, fields Hearth does not read too, and
+    nothing but the servers comes from the other app's file. Both must have passed `parse_config`."""
+    ours = json.loads(current) if current.strip() else {"mcpServers": {}}
+    theirs = json.loads(imported)["mcpServers"]
+    kept = {name: entry for name, entry in ours["mcpServers"].items() if name not in theirs}
+    ours["mcpServers"] = {**kept, **theirs}
+    return json.dumps(ours, indent=2, ensure_ascii=False) + "\n"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -10,7 +11,7 @@ from engine.tools.config import (
     McpConfigError,
     ServerConfig,
     config_text,
-    merge_servers,
+    merge_text,
     parse_config,
     read_config,
 )
@@ -44,9 +45,18 @@ def test_written_back_it_reads_the_same() -> None:
 
 
 def test_import_adds_servers_and_replaces_one_of_the_same_name() -> None:
-    current = (ServerConfig("a", command="old"), ServerConfig("b", command="b"))
-    merged = merge_servers(current, (ServerConfig("a", command="new"), ServerConfig("c", url="http://x/mcp")))
+    current = config_text((ServerConfig("a", command="old"), ServerConfig("b", command="b")))
+    merged = parse_config(merge_text(current, config_text((ServerConfig("a", command="new"), ServerConfig("c", url="http://x/mcp")))))
     assert [(s.name, s.command or s.url) for s in merged] == [("b", "b"), ("a", "new"), ("c", "http://x/mcp")]
+    assert parse_config(merge_text("", current)) == parse_config(current)  # no file of ours yet
+
+
+def test_import_keeps_the_fields_hearth_does_not_read_and_takes_only_their_servers() -> None:
+    a: dict[str, object] = {"command": "a", "cwd": "/work", "disabled": True}
+    b: dict[str, object] = {"type": "stdio", "command": "b"}
+    ours, theirs = {"mcpServers": {"a": a}, "note": "mine"}, {"mcpServers": {"b": b}, "globalShortcut": "Ctrl+Space"}
+    merged = json.loads(merge_text(json.dumps(ours), json.dumps(theirs)))
+    assert merged == {"mcpServers": {"a": a, "b": b}, "note": "mine"}
 
 
 def test_no_file_is_no_servers(tmp_path: Path) -> None:
