@@ -199,7 +199,7 @@ class ToolService(QObject):
 
 
 def _stored_secret(name: str) -> str:
-    """The value of `${keyring:NAME}` (called on the tools thread as a server starts)."""
+    """The value of `${keyring:NAME}`, read as a server starts (in a worker thread of the tools loop)."""
     return load_secret(mcp_secret(name))
 
 

@@ -48,7 +48,7 @@ class ToolManager:
     """Starts, lists, calls and stops MCP servers; thread-safe, never blocks its caller."""
 
     def __init__(self, servers: Sequence[ServerConfig] = (), secrets: Lookup | None = None) -> None:
-        """`secrets` gives the values of the `${keyring:NAME}` references in mcp.json, on the tools thread."""
+        """`secrets` gives the values of mcp.json's `${keyring:NAME}` references (in a worker thread: a keyring may block)."""
         self._configs = {server.name: server for server in servers}
         self._secrets = secrets
         self._connections: dict[str, Connection] = {}

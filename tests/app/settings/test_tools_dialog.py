@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QTreeWidgetItem
 
 from app.settings.store import Settings
 from app.settings.tools_dialog import ToolsDialog
@@ -32,9 +33,14 @@ def _dialog(qtbot, service: ToolService) -> ToolsDialog:  # type: ignore[no-unty
     return dialog
 
 
+def _top(dialog: ToolsDialog, index: int) -> QTreeWidgetItem:
+    item = dialog.tree.topLevelItem(index)
+    assert item is not None
+    return item
+
+
 def _rows(dialog: ToolsDialog) -> list[tuple[str, str]]:
-    return [(dialog.tree.topLevelItem(i).text(0), dialog.tree.topLevelItem(i).text(1))
-            for i in range(dialog.tree.topLevelItemCount())]
+    return [(_top(dialog, i).text(0), _top(dialog, i).text(1)) for i in range(dialog.tree.topLevelItemCount())]
 
 
 def test_import_a_claude_desktop_file_lists_what_will_run(qtbot, service: ToolService, tmp_path: Path,
@@ -47,7 +53,7 @@ def test_import_a_claude_desktop_file_lists_what_will_run(qtbot, service: ToolSe
     assert json.loads((settings_dir / "mcp.json").read_text())["mcpServers"]["filesystem"]["command"] == "npx"
     assert _rows(dialog) == [("filesystem", "npx -y @modelcontextprotocol/server-filesystem /Users/me/Desktop"),
                              ("missing", "/no/such/tool-server")]
-    dialog.tree.topLevelItem(0).setCheckState(0, Qt.CheckState.Unchecked)
+    _top(dialog, 0).setCheckState(0, Qt.CheckState.Unchecked)
     assert Settings.load().get("tools.disabled_servers") == ["filesystem"]
     assert [server.name for server in service.enabled_servers()] == ["missing"]
 
@@ -68,7 +74,8 @@ def test_a_server_whose_command_does_not_exist_says_so(qtbot, service: ToolServi
     dialog = _dialog(qtbot, service)
     with qtbot.waitSignal(service.tools_listed, timeout=60_000):
         dialog.list_button.click()
-    failed = dialog.tree.topLevelItem(0).child(0)
+    failed = _top(dialog, 0).child(0)
+    assert failed is not None
     assert failed.text(0) == "failed" and "/no/such/tool-server was not found" in failed.text(1)
     assert service.failures() == [failed.text(1)]
 
