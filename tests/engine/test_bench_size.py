@@ -17,6 +17,7 @@ from engine.bench.size import size_table
 from engine.gpucheck.randgguf import LlamaShape, shape_of
 
 
+@pytest.mark.slow  # writes (or reads) a GGUF of 49,152 tokens: seconds, so the model tier
 def test_the_tiny_shape_is_written_in_q8_0_with_its_layers_width_heads_and_the_bundled_vocabulary() -> None:
     path = shapes.shape_model("tiny", "Q8_0", log=lambda line: None)
     reader = gguf.GGUFReader(path)
@@ -29,6 +30,7 @@ def test_the_tiny_shape_is_written_in_q8_0_with_its_layers_width_heads_and_the_b
     assert path.name == "tiny-random-Q8_0.gguf" and path.parent == shapes.shape_folder()
 
 
+@pytest.mark.slow  # writes (or reads) a GGUF of 49,152 tokens: seconds, so the model tier
 def test_q4_k_m_is_llama_cpps_own_requantization_and_the_step_file_is_gone() -> None:
     path = shapes.shape_model("tiny", "Q4_K_M", threads=1, log=lambda line: None)
     reader = gguf.GGUFReader(path)
@@ -42,6 +44,7 @@ def test_q4_k_m_is_llama_cpps_own_requantization_and_the_step_file_is_gone() -> 
     assert shapes.shape_model("tiny", "Q4_K_M", log=lambda line: None).stat().st_mtime_ns == written  # cached
 
 
+@pytest.mark.slow  # writes (or reads) a GGUF of 49,152 tokens: seconds, so the model tier
 def test_the_tokenizer_is_padded_to_the_real_vocabulary_with_control_tokens() -> None:
     from engine.catalog.default_model import default_model_path
 
