@@ -167,6 +167,9 @@ class EngineBridge(QObject):
         """The memory budget and keep-alive the engine keeps its models with."""
         self._send(options)
 
+    def chat_model_info(self, chat_id: str) -> ModelInfo | None:
+        return model_of_chat(self._chat_models.get(chat_id, ""), self.loaded_models, self._model_info)
+
     def set_chat_model(self, chat_id: str, path: str) -> None:
         """The model this chat's turns go to from now on ("" : the model loaded last)."""
         self._chat_models[chat_id] = path
@@ -269,6 +272,12 @@ class EngineBridge(QObject):
         self.loaded_models.clear()
         self.loading_models.clear()
         self.engine_failed.emit(event.message)
+
+
+def model_of_chat(path: str, loaded: Mapping[str, ModelInfo], last: ModelInfo | None) -> ModelInfo | None:
+    """What a chat talks to: the model its Submits name once it names one (None until that one is loaded),
+    else the model loaded last."""
+    return loaded.get(path) if path else last
 
 
 def load_again(path: str, loaded: Mapping[str, object], loading: Mapping[str, float],

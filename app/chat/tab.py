@@ -22,7 +22,7 @@ from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QKeyEvent, QShowEvent
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, QVBoxLayout, QWidget
 
-from app.bridge import ChatMessage, EngineBridge, SamplingParams, TurnFinished
+from app.bridge import ChatMessage, EngineBridge, ModelInfo, SamplingParams, TurnFinished
 from app.chat.attachments import AttachmentsBar
 from app.settings.store import Settings
 from app.chat.message_actions import MessageActions
@@ -184,7 +184,7 @@ class ChatTab(QWidget):
         bottom = QVBoxLayout()
         bottom.setContentsMargins(12, 0, 12, 0)
         self.attachments = AttachmentsBar(lambda: self.chat_id, lambda: self.messages, self._context_length,
-                                          lambda: info.path if (info := self._bridge.model_info) else "", self.input, self)
+                                          lambda: info.path if (info := self.model_info()) else "", self.input, self)
         bottom.addWidget(self.attachments)
         bottom.addWidget(self.input)
         bottom.addLayout(buttons)
@@ -270,7 +270,7 @@ class ChatTab(QWidget):
     def set_model_ready(self, ready: bool, reason: str = "") -> None:
         """Inputs work only with a model; otherwise say why, visibly. The Think setting follows the model."""
         self._model_ready = ready
-        info = self._bridge.model_info
+        info = self.model_info()
         self.think_control.set_capabilities(info.capabilities if ready and info is not None else ())
         self.input.setEnabled(ready)
         self.reason.setText(reason)
@@ -370,8 +370,12 @@ class ChatTab(QWidget):
         else:
             self.chat_tools.submit_turn(self._bridge, self.chat_id, conversation, sampling, options, self.show_error)
 
+    def model_info(self) -> ModelInfo | None:
+        """What the engine loaded for this chat (its own model, not the one loaded last); None while it loads."""
+        return self._bridge.chat_model_info(self.chat_id)
+
     def _context_length(self) -> int:
-        info = self._bridge.model_info
+        info = self.model_info()
         return info.context_length if info is not None else 4096
 
     def _flush(self) -> None:

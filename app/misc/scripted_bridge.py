@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from PySide6.QtCore import QObject, Signal
-from app.bridge import load_again
+from app.bridge import load_again, model_of_chat
 
 from engine.protocol import (ChatMessage, EngineOptions, EngineStats, ModelConfig, ModelInfo, ModelStats, ModelUnloaded,
                              SamplingParams, ToolCall, ToolSpec, TurnFinished, TurnStarted, TurnStats)
@@ -81,6 +81,9 @@ class ScriptedBridge(QObject):
 
     def set_options(self, options: EngineOptions) -> None:
         self.options.append(options)
+
+    def chat_model_info(self, chat_id: str) -> ModelInfo | None:
+        return model_of_chat(self.chat_models.get(chat_id, ""), self.loaded_models, self.model_info)
 
     def set_chat_model(self, chat_id: str, path: str) -> None:
         self.chat_models[chat_id] = path

@@ -138,3 +138,20 @@ def test_a_restored_chat_keeps_its_model(qtbot, scripted_window) -> None:
     tab = next(tab for tab in again.chat_tabs() if tab.chat_id == chat_id)
     assert tab.model_path == OTHER and tab.model_picker.path == OTHER
     assert any(config.path == OTHER for config, _ in again.bridge.loads), "its model is loaded again"
+
+
+def test_each_tab_offers_thinking_by_its_own_model_not_the_one_loaded_last(qtbot, scripted_window) -> None:
+    window = scripted_window()
+    bridge = window.bridge
+    window.tab_models.set_library(LIBRARY)
+    first, second = window.current_tab(), window.new_chat()
+    assert first.think_control.capabilities == ()
+    second.model_picker.choose(OTHER)
+    bridge.finish_loading(model_info(OTHER, name="Other model", capabilities=("thinking_switch",),
+                                     context_length=32768))
+    assert bridge.model_info.path == OTHER, "the model loaded last is the other one"
+    assert second.think_control.capabilities == ("thinking_switch",) and second.model_info().context_length == 32768
+    assert first.think_control.capabilities == (), "the first tab's model cannot think: no switch there"
+    assert first.model_info().path == DEFAULT
+    first.set_model_ready(True)  # the window refreshing every tab must not hand it the other model's switch
+    assert first.think_control.capabilities == ()
