@@ -10,6 +10,7 @@ its own Python code (`trust_remote_code` stays off), pickle-only weights
 from __future__ import annotations
 
 import json
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -18,6 +19,7 @@ import torch
 
 from engine.protocol import ModelConfig
 from engine.runners.base import LoadCancelled, Progress, RunnerError
+from engine.runners.hf.gguf_once import read_once
 from engine.runners.hf.progress import WEIGHTS_START, weights_progress
 from engine.runners.hf.quant import (
     choose_attention,
@@ -150,12 +152,13 @@ def load(config: ModelConfig, progress: Progress, cancelled: Callable[[], bool])
     attention = choose_attention(device, dtype, config.flash_attention)
     quant, quant_label = quantization_config(config, device, dtype)
     _checkpoint(cancelled)
-    progress(0.05, "loading tokenizer")
-    tokenizer = _load_tokenizer(source)
-    processor = _load_processor(source) if is_vision_config(raw) else None
-    _checkpoint(cancelled)
-    progress(WEIGHTS_START, "loading weights")
-    model = _load_weights(source, device, dtype, attention, quant, progress, cancelled, vision=processor is not None)
+    with read_once() if source.gguf_file else nullcontext():
+        progress(0.05, "loading tokenizer")
+        tokenizer = _load_tokenizer(source)
+        processor = _load_processor(source) if is_vision_config(raw) else None
+        _checkpoint(cancelled)
+        progress(WEIGHTS_START, "loading weights")
+        model = _load_weights(source, device, dtype, attention, quant, progress, cancelled, vision=processor is not None)
     label = quant_label or _dtype_label(dtype)
     return Loaded(model, tokenizer, source, device, dtype, model.config._attn_implementation, label, processor)
 
