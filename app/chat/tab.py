@@ -22,7 +22,7 @@ from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QKeyEvent, QShowEvent
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, QVBoxLayout, QWidget
 
-from app.bridge import ChatMessage, EngineBridge, SamplingParams, TurnFinished
+from app.bridge import ChatMessage, EngineBridge, ModelInfo, SamplingParams, TurnFinished
 from app.chat.attachments import AttachmentsBar
 from app.settings.store import Settings
 from app.chat.message_actions import MessageActions
@@ -184,7 +184,7 @@ class ChatTab(QWidget):
         bottom = QVBoxLayout()
         bottom.setContentsMargins(12, 0, 12, 0)
         self.attachments = AttachmentsBar(lambda: self.chat_id, lambda: self.messages, self._context_length,
-                                          lambda: info.path if (info := self._bridge.model_info) else "", self.input, self)
+                                          self.model_info, self.input, self)
         bottom.addWidget(self.attachments)
         bottom.addWidget(self.input)
         bottom.addLayout(buttons)
@@ -202,12 +202,19 @@ class ChatTab(QWidget):
         text = self.input.toPlainText().strip()
         if not text or self.answering or not self._model_ready:
             return
+        refusal = self.attachments.refusal()
+        if refusal:  # never sent without its pictures: the text and the chips stay
+            self.reason.setText(refusal)
+            self.reason.show()
+            self.attachments.changed.connect(self._on_refusal_resolved, Qt.ConnectionType.UniqueConnection)
+            return
         self.input.clear()
         edited = self.message_actions.take_edit()
         if edited is not None:
             self.message_actions.truncate(edited)
-        self.messages.append(ChatMessage("user", self.attachments.message_text(text)))  # the files' text goes in too
-        self.view.add_card("user", text)
+        images = self.attachments.images()
+        self.messages.append(ChatMessage("user", self.attachments.message_text(text), images=images))  # files' text too
+        self.view.add_card("user", text).set_pictures(images)
         self.view.scroll_to_bottom()
         if not self.title_from_user and len(self.messages) == 1:
             self._set_title(title_from_text(text))  # the store titles the chat by the same rule
@@ -216,6 +223,11 @@ class ChatTab(QWidget):
         else:
             self.conversation_changed.emit(self.chat_id)
         self._start_turn()
+
+    def _on_refusal_resolved(self) -> None:
+        if not self.attachments.refusal() and self.reason.text().endswith("nothing was sent."):
+            self.reason.clear()
+            self.reason.hide()
 
     def stop(self) -> None:
         if self.chat_tools is not None and self.chat_tools.busy:
@@ -249,10 +261,13 @@ class ChatTab(QWidget):
                 if message.role == "tool":
                     add_result_card(self.view, message, tool_errors.get(message.tool_call_id, False))
                 else:
-                    self.view.add_card(message.role, message.content).set_thinking(message.reasoning)
+                    card = self.view.add_card(message.role, message.content)
+                    card.set_thinking(message.reasoning)
+                    card.set_pictures(message.images)
             restore_cards(self.view, self.messages, tool_outcomes, tool_errors)
         else:
-            self.view.set_messages([(message.role, message.content, message.reasoning) for message in self.messages])
+            self.view.set_messages([(message.role, message.content, message.reasoning, message.images)
+                                    for message in self.messages])
         self.view.scroll_to_bottom()
         self._update_buttons()
 
@@ -275,7 +290,14 @@ class ChatTab(QWidget):
         self.input.setEnabled(ready)
         self.reason.setText(reason)
         self.reason.setVisible(bool(reason))
+        self.attachments.refresh()  # a picture's chip says whether this model can see it
         self._update_buttons()
+
+    def model_info(self) -> ModelInfo | None:
+        """What the engine said of this chat's model (None: not loaded, or not known yet)."""
+        if self.model_path:
+            return self._bridge.loaded_models.get(self.model_path)
+        return self._bridge.model_info
 
     # ------------------------------------------------------------ engine events
 
@@ -349,6 +371,8 @@ class ChatTab(QWidget):
             self.chat_tools.new_answer()
         sampling, system_prompt = self.panel.effective(*self._defaults())  # this chat's own changes on top
         conversation = ([ChatMessage("system", system_prompt)] if system_prompt else []) + answer_every_call(self.messages)
+        if self.attachments.picture_problem():  # earlier pictures, for a model chosen since that cannot see them
+            conversation = [replace(message, images=()) for message in conversation]
         self._pending.clear()
         self._answer_text = ""
         self.thinking.reset()
