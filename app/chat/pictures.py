@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QMimeData, Qt, Signal
+from PySide6.QtCore import QBuffer, QIODevice, QMimeData, Qt, Signal
 from PySide6.QtGui import QImage, QPixmap
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QToolButton, QWidget
 
@@ -55,12 +55,11 @@ def clipboard_picture(mime: QMimeData) -> ImagePart | None:
     image = mime.imageData()
     if not isinstance(image, QImage) or image.isNull():
         return None
-    data = QByteArray()
-    buffer = QBuffer(data)
+    buffer = QBuffer()  # its own bytes: a QByteArray handed in from Python may move under it
     buffer.open(QIODevice.OpenModeFlag.WriteOnly)
-    image.save(buffer, b"PNG")
+    image.save(buffer, "PNG")  # type: ignore[call-overload]  # PySide6 takes the format as str here, not bytes
     buffer.close()
-    return ImagePart(bytes(data.data()), "image/png")
+    return ImagePart(bytes(buffer.data().data()), "image/png")
 
 
 def thumbnail(image: ImagePart, height: int) -> QPixmap:
