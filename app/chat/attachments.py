@@ -168,6 +168,13 @@ class AttachmentsBar(QWidget):
 
     # ------------------------------------------------------------ pictures
 
+    def show_pictures(self, images: Sequence[ImagePart]) -> None:
+        """These pictures on the chips instead of any there (an edited message's: they go with it again)."""
+        for key in list(self.pictures):
+            self._on_remove(key)
+        for number, image in enumerate(images, 1):
+            self.attach_picture(image, f"picture {number}")
+
     def images(self) -> tuple[ImagePart, ...]:
         """The pictures the next message takes (chips with an error take none)."""
         return tuple(chip.image for chip in self.pictures.values() if chip.image is not None)

@@ -156,6 +156,7 @@ class ChatTab(QWidget):
         self.panel_button.toggled.connect(self.panel.setVisible)
         self.message_actions = MessageActions(self, self.view, self.input, self.send_button, self.cancel_edit_button, self)
         self.message_actions.deleted.connect(self._on_messages_deleted)
+        self.message_actions.edit_cancelled.connect(self._on_edit_cancelled)
         self.message_actions.branch_step_requested.connect(
             lambda index, step: self.branch_step_requested.emit(self.chat_id, index, step))
         buttons = QHBoxLayout()
@@ -186,6 +187,7 @@ class ChatTab(QWidget):
         self.attachments = AttachmentsBar(lambda: self.chat_id, lambda: self.messages, self._context_length,
                                           self.model_info, self.input, self)
         bottom.addWidget(self.attachments)
+        self.message_actions.edit_started.connect(self.attachments.show_pictures)
         bottom.addWidget(self.input)
         bottom.addLayout(buttons)
         layout.addLayout(bottom)
@@ -359,6 +361,9 @@ class ChatTab(QWidget):
             if self.chat_tools is not None:
                 self.chat_tools.add_result_card(message)
         self.conversation_changed.emit(self.chat_id)
+
+    def _on_edit_cancelled(self) -> None:
+        self.attachments.show_pictures(())
 
     def _on_messages_deleted(self, index: int) -> None:
         self._update_buttons()

@@ -98,3 +98,22 @@ def test_dropped_and_pasted_pictures(qtbot, scripted_window, tmp_path: Path) -> 
     pasted = tab.attachments.images()[1]
     assert pasted.mime == "image/png" and QImage.fromData(pasted.data).size().width() == 30
     assert tab.input.toPlainText() == ""
+
+
+def test_an_edited_message_keeps_its_pictures(qtbot, scripted_window, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    window = scripted_window(info=model_info(**SEEING))
+    tab = window.current_tab()
+    tab.attachments.attach([picture_file(tmp_path, "red.png", (200, 20, 20))])
+    tab.input.setPlainText("What colour?")
+    tab.send()
+    sent = window.bridge.submitted[-1][1][-1].images
+    window.bridge.answer(tab.chat_id, "Red.")
+    tab.message_actions.begin_edit(0)
+    assert [chip.name for chip in tab.attachments.pictures.values()] == ["picture 1"]
+    tab.message_actions.cancel_edit()
+    assert tab.attachments.pictures == {}
+    tab.message_actions.begin_edit(0)
+    tab.input.setPlainText("Which colour, exactly?")
+    tab.send()
+    assert [(m.content, m.images) for m in tab.messages] == [("Which colour, exactly?", sent)]
+    assert window.bridge.submitted[-1][1][-1].images == sent
