@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.chat.attachment_worker import DocumentWorker, ReadFile
+from app.chat.flow_layout import FlowLayout
 from app.chat.pictures import PictureChip, clipboard_picture, is_picture_file, read_picture
 from engine.documents.index import DocumentIndex, index_path
 from engine.documents.prompt import Attachment, assemble, plan, room_left
@@ -109,10 +110,9 @@ class AttachmentsBar(QWidget):
         self.attach_button = QPushButton("Attach…", self)
         self.attach_button.setToolTip("Attach files to the next message (or drop or paste them into the input)")
         self.attach_button.clicked.connect(self._on_attach_clicked)
-        self._row = QHBoxLayout(self)
+        self._row = FlowLayout(self)  # many chips wrap onto more rows rather than widen the window
         self._row.setContentsMargins(0, 0, 0, 4)
         self._row.addWidget(self.attach_button)
-        self._row.addStretch(1)
         self._input = input_box
         input_box.installEventFilter(self)
         viewport = getattr(input_box, "viewport", None)
@@ -136,7 +136,7 @@ class AttachmentsBar(QWidget):
             chip = AttachmentChip(key, Path(path).name, self)
             chip.remove_requested.connect(self._on_remove)
             self.chips[key] = chip
-            self._row.insertWidget(self._row.count() - 1, chip)
+            self._row.insertWidget(self._row.count(), chip)
             self.worker.add(key, Path(path))
         self.refresh()
 
@@ -149,7 +149,7 @@ class AttachmentsBar(QWidget):
         chip = PictureChip(key, name, image, error, self)
         chip.remove_requested.connect(self._on_remove)
         self.pictures[key] = chip
-        self._row.insertWidget(self._row.count() - 1, chip)
+        self._row.insertWidget(self._row.count(), chip)
 
     def _on_attach_clicked(self) -> None:
         names, _ = QFileDialog.getOpenFileNames(self, "Attach files", "", _FILE_FILTER)

@@ -117,3 +117,14 @@ def test_an_edited_message_keeps_its_pictures(qtbot, scripted_window, tmp_path: 
     tab.send()
     assert [(m.content, m.images) for m in tab.messages] == [("Which colour, exactly?", sent)]
     assert window.bridge.submitted[-1][1][-1].images == sent
+
+
+def test_many_chips_wrap_instead_of_widening_the_window(qtbot, scripted_window, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    window = scripted_window()  # cannot see: the longest chips
+    window.resize(800, 600)
+    tab = window.current_tab()
+    before = window.minimumSizeHint().width()
+    tab.attachments.attach([picture_file(tmp_path, f"picture-{n}.png", (n * 40, 20, 20)) for n in range(6)])
+    qtbot.waitUntil(lambda: len({chip.y() for chip in tab.attachments.pictures.values()}) >= 3)
+    assert window.minimumSizeHint().width() == before
+    assert max(chip.geometry().right() for chip in tab.attachments.pictures.values()) <= tab.attachments.width()
