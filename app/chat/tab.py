@@ -376,8 +376,10 @@ class ChatTab(QWidget):
             self.chat_tools.new_answer()
         sampling, system_prompt = self.panel.effective(*self._defaults())  # this chat's own changes on top
         conversation = ([ChatMessage("system", system_prompt)] if system_prompt else []) + answer_every_call(self.messages)
-        if self.attachments.picture_problem():  # earlier pictures, for a model chosen since that cannot see them
-            conversation = [replace(message, images=()) for message in conversation]
+        if self.attachments.picture_problem() and any(message.images for message in conversation):
+            conversation = [replace(message, images=()) for message in conversation]  # a model chosen since
+            self.reason.setText("The earlier pictures were left out: this model cannot see them.")
+            self.reason.show()
         self._pending.clear()
         self._answer_text = ""
         self.thinking.reset()

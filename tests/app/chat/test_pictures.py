@@ -128,3 +128,20 @@ def test_many_chips_wrap_instead_of_widening_the_window(qtbot, scripted_window, 
     qtbot.waitUntil(lambda: len({chip.y() for chip in tab.attachments.pictures.values()}) >= 3)
     assert window.minimumSizeHint().width() == before
     assert max(chip.geometry().right() for chip in tab.attachments.pictures.values()) <= tab.attachments.width()
+
+
+def test_earlier_pictures_are_left_out_for_a_model_that_cannot_see_and_it_says_so(qtbot, scripted_window,  # type: ignore[no-untyped-def]
+                                                                                  tmp_path: Path) -> None:
+    window = scripted_window(info=model_info(**SEEING))
+    tab = window.current_tab()
+    tab.attachments.attach([picture_file(tmp_path, "red.png", (200, 20, 20))])
+    tab.input.setPlainText("What colour?")
+    tab.send()
+    window.bridge.answer(tab.chat_id, "Red.")
+    window.bridge.finish_loading(model_info())  # the next model cannot see
+    tab.set_model_ready(True)
+    tab.input.setPlainText("Thanks. And in French?")
+    tab.send()
+    assert [m.images for m in window.bridge.submitted[-1][1]] == [(), (), (), ()]
+    assert tab.reason.text() == "The earlier pictures were left out: this model cannot see them."
+    assert len(tab.messages[0].images) == 1  # kept in the chat, for a model that can see
