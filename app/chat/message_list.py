@@ -42,6 +42,7 @@ class MessageCard(QFrame):
     """One message: header with a copy button, the rendered text, an optional footer."""
 
     copied = Signal(str)  # what went to the clipboard
+    citation_clicked = Signal(int)
     edit_requested = Signal()
     delete_requested = Signal()
 
@@ -67,6 +68,7 @@ class MessageCard(QFrame):
         self.pictures: Thumbnails | None = None  # a user message's pictures, above its text
         self.browser = MessageView(self)  # text pieces and code blocks
         self.browser.copied.connect(self.copied)
+        self.browser.citation_clicked.connect(self.citation_clicked)
         self.footer = QLabel()
         self.footer.setProperty("role", "hint")
         self.footer.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -148,6 +150,7 @@ class MessageList(QScrollArea):
     edit_requested = Signal(object)
     delete_requested = Signal(object)
     branch_step_requested = Signal(object, int)
+    citation_clicked = Signal(object, int)  # the card, the excerpt's number
     earlier_shown = Signal()  # more of the earlier messages became cards (their "< 1/2 >" needs drawing)
 
     def __init__(self, parent: QWidget | None = None) -> None:
@@ -187,6 +190,7 @@ class MessageList(QScrollArea):
         card.edit_requested.connect(lambda: self.edit_requested.emit(card))
         card.delete_requested.connect(lambda: self.delete_requested.emit(card))
         card.branch_bar.step_requested.connect(lambda step: self.branch_step_requested.emit(card, step))
+        card.citation_clicked.connect(lambda number: self.citation_clicked.emit(card, number))
         self._layout.insertWidget(self._layout.count() - 1 if position is None else position, card)
         return card
 

@@ -24,6 +24,7 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, 
 
 from app.bridge import ChatMessage, EngineBridge, ModelInfo, SamplingParams, TurnFinished
 from app.chat.attachments import AttachmentsBar
+from app.chat.citations import Citations
 from app.settings.store import Settings
 from app.chat.message_actions import MessageActions
 from app.chat.message_list import MessageCard, MessageList
@@ -128,6 +129,7 @@ class ChatTab(QWidget):
 
     def _build(self) -> None:
         self.view = MessageList(self)
+        self.citations = Citations(lambda: self.messages, self.view, self)  # "[1]" in an answer shows its excerpt
         self.input = ChatInput(self)
         self.input.setObjectName("chatInput")  # styled in resources/style.qss
         self.input.setAccessibleName("Message")
@@ -270,6 +272,7 @@ class ChatTab(QWidget):
         else:
             self.view.set_messages([(message.role, message.content, message.reasoning, message.images)
                                     for message in self.messages])
+        self.citations.refresh()
         self.view.scroll_to_bottom()
         self._update_buttons()
 
@@ -387,6 +390,7 @@ class ChatTab(QWidget):
         self._error_shown = False
         self._hide_old_footers()
         self._answer_card = self.view.add_card("assistant", "…")
+        self.citations.link(self._answer_card, len(self.messages))
         self.view.scroll_to_bottom()
         self._set_answering(True)
         budget = self.think_control.reasoning_budget()

@@ -9,6 +9,7 @@ this module needs no model and is tested with any counter.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -110,3 +111,29 @@ def _citations(question: str, searched: Sequence[Attachment], left: int, count_t
         citations.append(citation)
         left -= cost
     return citations
+
+
+# An excerpt's first line: after a blank line, its number and the file's name (with its suffix), and the page.
+_EXCERPT_LINE = re.compile(r"(?:\A|\n\n)\[(\d+)\] ([^\n]+?\.\w{1,8}(?:, page \d+)?)\n")
+
+
+def read_excerpts(text: str) -> dict[int, tuple[str, str]]:
+    """The numbered excerpts of a user message `assemble` built: number -> (label, the chunk's text).
+
+    Read back from the message itself, so a chat reopened from the history cites as it did. Each excerpt
+    runs to the next number's line; the last one to the final blank line, after which the question comes
+    (a question with blank lines of its own leaves its first paragraphs in the last excerpt, and a chunk
+    with a paragraph like "[2] notes.md" of its own would be cut there).
+    """
+    start = text.find(_EXCERPTS_HEADER)
+    if start < 0:
+        return {}
+    body = text[start + len(_EXCERPTS_HEADER):].removeprefix("\n\n")
+    body = body[:body.rstrip().rfind("\n\n")]  # the question, after the last blank line
+    starts: list[re.Match[str]] = []
+    for match in _EXCERPT_LINE.finditer(body):
+        if int(match.group(1)) == len(starts) + 1:  # a "[7] ..." line inside a chunk is not an excerpt's start
+            starts.append(match)
+    ends = [match.start() for match in starts[1:]] + [len(body)]
+    return {number: (match.group(2), body[match.end():end].strip())
+            for number, (match, end) in enumerate(zip(starts, ends), 1)}

@@ -9,7 +9,7 @@ import pytest
 
 from engine.documents.extract import Document, extract
 from engine.documents.index import DocumentIndex
-from engine.documents.prompt import Attachment, assemble, plan, room_left
+from engine.documents.prompt import Attachment, assemble, plan, read_excerpts, room_left
 from engine.documents.retrieval import Hit
 from tests.engine.documents.conftest import PLANTED_PAGE
 
@@ -103,3 +103,23 @@ def test_real_tokenizer_decides(default_model: str, index: DocumentIndex, markdo
         assert plan([notes], room=notes.tokens + 23) == ([], [notes])
     finally:
         count.close()
+
+
+def test_the_excerpts_are_read_back_from_the_message(index: DocumentIndex, long_document: Document,
+                                                     markdown_file: Path) -> None:
+    notes, book = _attach(index, extract(markdown_file)), _attach(index, long_document)
+    prompt = assemble(QUESTION, [notes, book], room=2000, count_tokens=count_words, search=_search(index))
+    read = read_excerpts(prompt.text)
+    assert read[1][0] == f"harbour.pdf, page {PLANTED_PAGE}" and "copper vault" in " ".join(read[1][1].split())
+    chunks = ["## Tides\n\nHigh water at six.\n\n[2] is not an excerpt's line here", "Low water at noon.",
+              "The ferry\n\nleaves at one."]
+    hits = [Hit(i, "tides.pdf", 1, i + 3, "", text, i) for i, text in enumerate(chunks)]
+    big = Attachment(1, "tides.pdf", 9, "word " * 10000, 10000)
+    prompt = assemble("When is the ferry?", [big], room=500, count_tokens=count_words,
+                      search=lambda question, doc_ids, limit: hits)
+    assert len(prompt.citations) == 3
+    assert read_excerpts(prompt.text) == {c.number: (c.label, c.text) for c in prompt.citations}
+    assert read_excerpts(prompt.text)[3] == ("tides.pdf, page 5", "The ferry\n\nleaves at one.")
+    assert read_excerpts(QUESTION) == {}
+    whole = assemble(QUESTION, [notes], room=600, count_tokens=count_words, search=_search(index))
+    assert read_excerpts(whole.text) == {}
