@@ -27,9 +27,11 @@ from PySide6.QtWidgets import (
 )
 
 from app.chat.branch_bar import BranchBar
+from app.chat.file_chips import FileChips
 from app.chat.message_view import MessageView
 from app.chat.pictures import Thumbnails
 from app.chat.thinking_block import ThinkingBlock
+from engine.documents.prompt import split_message
 from engine.protocol import ImagePart
 
 ROLE_TITLES = {"user": "You", "assistant": "Assistant", "system": "System", "error": "Error", "tool": "Tool result"}
@@ -66,6 +68,7 @@ class MessageCard(QFrame):
         self.delete_button = self._tool_button("Delete", "Delete this message and everything below it", self.delete_requested)
         self.thinking_block = ThinkingBlock(self)
         self.pictures: Thumbnails | None = None  # a user message's pictures, above its text
+        self.files: FileChips | None = None  # ... and the files it went with
         self.browser = MessageView(self)  # text pieces and code blocks
         self.browser.copied.connect(self.copied)
         self.browser.citation_clicked.connect(self.citation_clicked)
@@ -118,6 +121,13 @@ class MessageCard(QFrame):
             layout = self.layout()
             assert isinstance(layout, QVBoxLayout)
             layout.insertWidget(layout.indexOf(self.browser), self.pictures)
+
+    def set_files(self, files: list[tuple[str, str]]) -> None:
+        if files and self.files is None:
+            self.files = FileChips(files, self)
+            layout = self.layout()
+            assert isinstance(layout, QVBoxLayout)
+            layout.insertWidget(layout.indexOf(self.browser), self.files)
 
     def add_part(self, widget: QWidget) -> None:
         """A part below the text, above the footer (an answer's tool calls: app/chat/tool_card.py)."""
@@ -204,9 +214,16 @@ class MessageList(QScrollArea):
 
     def _add_entry(self, entry: Entry, position: int | None = None) -> None:
         role, text, thinking, images = entry
-        card = self.add_card(role, text, position=position)
+        card = self.add_message_card(role, text, position)
         card.set_thinking(thinking)
         card.set_pictures(images)
+
+    def add_message_card(self, role: str, content: str, position: int | None = None) -> MessageCard:
+        """A message's card; a user message with files shows its question and the files as chips."""
+        question, files = split_message(content) if role == "user" else (content, [])
+        card = self.add_card(role, question, position=position)
+        card.set_files(files)
+        return card
 
     def hidden_count(self) -> int:
         """Messages before the first card (each comes before every card's message)."""

@@ -217,8 +217,10 @@ class ChatTab(QWidget):
         if edited is not None:
             self.message_actions.truncate(edited)
         images = self.attachments.images()
-        self.messages.append(ChatMessage("user", self.attachments.message_text(text), images=images))  # files' text too
-        self.view.add_card("user", text).set_pictures(images)
+        content = self.attachments.message_text(text)  # the files' text goes in too
+        self.messages.append(ChatMessage("user", content, images=images))
+        card = self.view.add_message_card("user", content)  # the question, the files as chips
+        card.set_pictures(images)
         self.view.scroll_to_bottom()
         if not self.title_from_user and len(self.messages) == 1:
             self._set_title(title_from_text(text))  # the store titles the chat by the same rule
@@ -265,7 +267,7 @@ class ChatTab(QWidget):
                 if message.role == "tool":
                     add_result_card(self.view, message, tool_errors.get(message.tool_call_id, False))
                 else:
-                    card = self.view.add_card(message.role, message.content)
+                    card = self.view.add_message_card(message.role, message.content)
                     card.set_thinking(message.reasoning)
                     card.set_pictures(message.images)
             restore_cards(self.view, self.messages, tool_outcomes, tool_errors)

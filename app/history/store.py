@@ -50,6 +50,7 @@ from app.history.rows import (
 )
 from engine.documents.extract import Document
 from engine.documents.index import DocumentIndex, delete_index, index_path
+from engine.documents.prompt import split_message
 from engine.protocol import ImagePart, ToolCall
 
 __all__ = ["HistoryError", "HistoryStore", "default_database_path", "new_id"]
@@ -245,7 +246,7 @@ class HistoryStore:
             insert_images(db, message_id, images)
             point_to(db, chat_id, parent_id, message_id)
             if role == "user" and title_auto and user_message_count(db, chat_id) == 1:
-                db.execute("UPDATE chats SET title = ? WHERE id = ?", (title_from_text(text), chat_id))
+                db.execute("UPDATE chats SET title = ? WHERE id = ?", (title_from_text(split_message(text)[0]), chat_id))
             db.execute("UPDATE chats SET updated = ? WHERE id = ?", (now, chat_id))
         return StoredMessage(message_id, chat_id, parent_id, role, text, state, now,  # type: ignore[arg-type]
                              finish_reason=finish_reason, tool_call_id=tool_call_id, tool_name=tool_name, images=images)

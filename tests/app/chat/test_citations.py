@@ -1,5 +1,6 @@
 """Citations in the real window (scripted engine): an answer's "[1]" for an excerpt of a searched file is a
-link; clicking it shows the chunk with its file and page; after a restart the reopened chat still does."""
+link; clicking it shows the chunk with its file and page. The question's card shows the question and the
+file as a chip, not the excerpts. After a restart the reopened chat shows and does the same."""
 
 from __future__ import annotations
 
@@ -36,6 +37,11 @@ def links(card) -> list[str]:  # type: ignore[no-untyped-def]
     return found
 
 
+def shows_question_and_file(card) -> bool:  # type: ignore[no-untyped-def]
+    return (card.text() == "Where is the spare lamp oil kept?" and card.files is not None
+            and [label.text() for label in card.files.labels] == ["harbour notes.md · searched"])
+
+
 def click(card, href: str) -> None:  # type: ignore[no-untyped-def]
     browser = next(b for b in card.browser.findChildren(MessageBrowser) if f'href="{href}"' in b.toHtml())
     browser.anchorClicked.emit(QUrl(href))
@@ -53,6 +59,7 @@ def test_a_cited_excerpt_is_a_link_that_shows_its_chunk(qtbot, scripted_window, 
     tab.send()
     assert "[1] harbour notes.md\n" in window.bridge.submitted[-1][1][-1].content
     window.bridge.answer(tab.chat_id, "In the copper vault [1]; see also [9] and `a[1]`.")
+    assert shows_question_and_file(tab.view.cards()[0])
     answer = tab.view.cards()[-1]
     assert links(answer) == ["cite:1"]  # [9] names no excerpt; code stays code
     click(answer, "cite:1")
@@ -66,6 +73,9 @@ def test_a_cited_excerpt_is_a_link_that_shows_its_chunk(qtbot, scripted_window, 
     wait_restored(qtbot, again)
     restored = again.current_tab()
     assert restored.chat_id == chat_id
+    assert shows_question_and_file(restored.view.cards()[0])
+    assert restored.messages[0].content.startswith("Excerpts from the attached files")  # the model still gets them
+    assert restored.title == "Where is the spare lamp oil kept?"
     answer = [card for card in restored.view.cards() if card.role == "assistant"][-1]
     assert links(answer) == ["cite:1"]
     click(answer, "cite:1")
