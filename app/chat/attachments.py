@@ -232,10 +232,14 @@ class AttachmentsBar(QWidget):
         whole_names = {attachment.name for attachment in whole}
         for key, chip in self.chips.items():
             chip.show_state("whole" if chip.name in whole_names else "searched", self._status.get(key, ""))
+        self.show_picture_states()
+        self.changed.emit()
+
+    def show_picture_states(self) -> None:
+        """Each picture's chip says whether the tab's model can see it (the model may have changed)."""
         problem = self.picture_problem()
         for picture in self.pictures.values():
             picture.show_state(problem)
-        self.changed.emit()
 
     def message_text(self, question: str) -> str:
         """The user message for `question` with the attached files; the chips are cleared."""

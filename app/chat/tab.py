@@ -190,6 +190,7 @@ class ChatTab(QWidget):
                                           self.model_info, self.input, self)
         bottom.addWidget(self.attachments)
         self.message_actions.edit_started.connect(self.attachments.show_pictures)
+        self.attachments.changed.connect(self._on_refusal_resolved)
         bottom.addWidget(self.input)
         bottom.addLayout(buttons)
         layout.addLayout(bottom)
@@ -210,7 +211,6 @@ class ChatTab(QWidget):
         if refusal:  # never sent without its pictures: the text and the chips stay
             self.reason.setText(refusal)
             self.reason.show()
-            self.attachments.changed.connect(self._on_refusal_resolved, Qt.ConnectionType.UniqueConnection)
             return
         self.input.clear()
         edited = self.message_actions.take_edit()
@@ -297,7 +297,7 @@ class ChatTab(QWidget):
         self.input.setEnabled(ready)
         self.reason.setText(reason)
         self.reason.setVisible(bool(reason))
-        self.attachments.refresh()  # a picture's chip says whether this model can see it
+        self.attachments.show_picture_states()  # a picture's chip says whether this model can see it
         self._update_buttons()
 
     def model_info(self) -> ModelInfo | None:

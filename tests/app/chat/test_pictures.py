@@ -145,3 +145,14 @@ def test_earlier_pictures_are_left_out_for_a_model_that_cannot_see_and_it_says_s
     assert [m.images for m in window.bridge.submitted[-1][1]] == [(), (), (), ()]
     assert tab.reason.text() == "The earlier pictures were left out: this model cannot see them."
     assert len(tab.messages[0].images) == 1  # kept in the chat, for a model that can see
+
+
+def test_the_chip_follows_the_tabs_model(qtbot, scripted_window, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    window = scripted_window()
+    tab = window.current_tab()
+    tab.attachments.attach([picture_file(tmp_path, "red.png", (200, 20, 20))])
+    chip = next(iter(tab.attachments.pictures.values()))
+    assert CANNOT_SEE in chip.label.text()
+    window.bridge.finish_loading(model_info(**SEEING))  # the tab's model is now one that sees
+    tab.set_model_ready(True)
+    assert chip.label.text().startswith("red.png · PNG, ") and CANNOT_SEE not in chip.label.text()
