@@ -15,7 +15,7 @@ from app.chat.pictures import CANNOT_SEE
 from tests.app.scripted_bridge import model_info
 
 PIL = pytest.importorskip("PIL.Image")
-SEEING = {"capabilities": ("vision",), "backend": "hf", "name": "Tiny seer"}
+SEEING = model_info(capabilities=("vision",), backend="hf", name="Tiny seer")
 
 
 def picture_file(folder: Path, name: str, colour: tuple[int, int, int], kind: str = "PNG") -> Path:
@@ -28,7 +28,7 @@ def picture_file(folder: Path, name: str, colour: tuple[int, int, int], kind: st
 
 
 def test_a_model_that_sees_gets_the_picture_and_the_card_shows_it(qtbot, scripted_window, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    window = scripted_window(info=model_info(**SEEING))
+    window = scripted_window(info=SEEING)
     tab = window.current_tab()
     png, jpeg = picture_file(tmp_path, "red.png", (200, 20, 20)), picture_file(tmp_path, "blue.jpg", (20, 20, 200), "JPEG")
     tab.attachments.attach([png, jpeg])
@@ -68,7 +68,7 @@ def test_a_model_that_cannot_see_refuses_and_keeps_everything(qtbot, scripted_wi
 
 
 def test_a_file_named_like_a_picture_that_is_not_one(qtbot, scripted_window, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    window = scripted_window(info=model_info(**SEEING))
+    window = scripted_window(info=SEEING)
     tab = window.current_tab()
     fake = tmp_path / "cat.png"
     fake.write_bytes(b"GIF89a" + bytes(64))
@@ -81,7 +81,7 @@ def test_a_file_named_like_a_picture_that_is_not_one(qtbot, scripted_window, tmp
 
 
 def test_dropped_and_pasted_pictures(qtbot, scripted_window, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    window = scripted_window(info=model_info(**SEEING))
+    window = scripted_window(info=SEEING)
     tab = window.current_tab()
     mime = QMimeData()
     mime.setUrls([QUrl.fromLocalFile(str(picture_file(tmp_path, "dropped.png", (1, 2, 3))))])
@@ -101,7 +101,7 @@ def test_dropped_and_pasted_pictures(qtbot, scripted_window, tmp_path: Path) -> 
 
 
 def test_an_edited_message_keeps_its_pictures(qtbot, scripted_window, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    window = scripted_window(info=model_info(**SEEING))
+    window = scripted_window(info=SEEING)
     tab = window.current_tab()
     tab.attachments.attach([picture_file(tmp_path, "red.png", (200, 20, 20))])
     tab.input.setPlainText("What colour?")
@@ -132,7 +132,7 @@ def test_many_chips_wrap_instead_of_widening_the_window(qtbot, scripted_window, 
 
 def test_earlier_pictures_are_left_out_for_a_model_that_cannot_see_and_it_says_so(qtbot, scripted_window,  # type: ignore[no-untyped-def]
                                                                                   tmp_path: Path) -> None:
-    window = scripted_window(info=model_info(**SEEING))
+    window = scripted_window(info=SEEING)
     tab = window.current_tab()
     tab.attachments.attach([picture_file(tmp_path, "red.png", (200, 20, 20))])
     tab.input.setPlainText("What colour?")
@@ -153,6 +153,6 @@ def test_the_chip_follows_the_tabs_model(qtbot, scripted_window, tmp_path: Path)
     tab.attachments.attach([picture_file(tmp_path, "red.png", (200, 20, 20))])
     chip = next(iter(tab.attachments.pictures.values()))
     assert CANNOT_SEE in chip.label.text()
-    window.bridge.finish_loading(model_info(**SEEING))  # the tab's model is now one that sees
+    window.bridge.finish_loading(SEEING)  # the tab's model is now one that sees
     tab.set_model_ready(True)
     assert chip.label.text().startswith("red.png · PNG, ") and CANNOT_SEE not in chip.label.text()

@@ -45,8 +45,9 @@ def test_the_pictures_tokens_reach_the_runner(qtbot, vision_model: str, tmp_path
         wait_restored(qtbot, window)
         started: dict[str, TurnStarted] = {}
         window.bridge.turn_started.connect(lambda event: started.setdefault(event.chat_id, event))
-        plain = window.current_tab()
-        assert "vision" in plain.model_info().capabilities
+        plain, info = window.current_tab(), window.bridge.model_info
+        assert plain is not None and info is not None and "vision" in info.capabilities
+        assert plain.model_info() == info
         seeing = window.new_chat()
         path = tmp_path / "red.png"
         path.write_bytes(picture((200, 20, 20)))
