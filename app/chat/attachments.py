@@ -1,5 +1,8 @@
 """Files attached to a chat's next message: an Attach button, drop and paste, one chip per file.
 
+Pictures (PNG, JPEG, WebP: app/chat/pictures.py) take the same paths and get a chip of their own;
+they go in the message's `images`, never in its text, and only to a model that can see.
+
 A chip shows the file's name, pages, tokens and whether it goes in whole or is searched (or why it
 cannot be read); "reading 30%" / "indexing 40%" while the worker (app/chat/attachment_worker.py)
 is at it. Sending takes the chips: `message_text` builds the user message from them and the
@@ -27,15 +30,18 @@ from PySide6.QtWidgets import (
 )
 
 from app.chat.attachment_worker import DocumentWorker, ReadFile
+from app.chat.flow_layout import FlowLayout
+from app.chat.pictures import PictureChip, clipboard_picture, is_picture_file, read_picture
 from engine.documents.index import DocumentIndex, index_path
 from engine.documents.prompt import Attachment, assemble, plan, room_left
+from engine.images import ImageError, can_see, cannot_see
 from engine.paths import user_path
-from engine.protocol import ChatMessage
+from engine.protocol import ChatMessage, ImagePart, ModelInfo
 
 DATA_DIR_ENV = "HEARTH_DATA_DIR"  # the folder the chat history uses
 _CHIP_CHARS = 80
 ANSWER_RESERVE_TOKENS = 1024  # kept free for the answer (a quarter of a small context at most)
-_FILE_FILTER = ("Documents (*.txt *.md *.markdown *.rst *.pdf *.docx *.pptx *.xlsx *.epub *.html *.htm "
+_FILE_FILTER = ("Documents and pictures (*.png *.jpg *.jpeg *.webp *.txt *.md *.markdown *.rst *.pdf *.docx *.pptx *.xlsx *.epub *.html *.htm "
                 "*.py *.js *.ts *.c *.h *.cpp *.rs *.go *.java *.json *.yaml *.yml *.toml *.csv);;All files (*)")
 
 
@@ -87,14 +93,16 @@ class AttachmentsBar(QWidget):
     changed = Signal()
 
     def __init__(self, chat_id: Callable[[], str], conversation: Callable[[], Sequence[ChatMessage]],
-                 context_length: Callable[[], int], model_path: Callable[[], str], input_box: QWidget,
+                 context_length: Callable[[], int], model_info: Callable[[], ModelInfo | None], input_box: QWidget,
                  parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._chat_id, self._conversation, self._context_length = chat_id, conversation, context_length
+        self._model_info = model_info
         self.chips: dict[int, AttachmentChip] = {}
+        self.pictures: dict[int, PictureChip] = {}
         self._status: dict[int, str] = {}
         self._next_key = 0
-        self.worker = DocumentWorker(self._index_file(), model_path, self)
+        self.worker = DocumentWorker(self._index_file(), lambda: info.path if (info := model_info()) else "", self)
         self.worker.progressed.connect(self._on_progress)
         self.worker.read.connect(self._on_read)
         self.worker.indexed.connect(self._on_indexed)
@@ -102,10 +110,9 @@ class AttachmentsBar(QWidget):
         self.attach_button = QPushButton("Attach…", self)
         self.attach_button.setToolTip("Attach files to the next message (or drop or paste them into the input)")
         self.attach_button.clicked.connect(self._on_attach_clicked)
-        self._row = QHBoxLayout(self)
+        self._row = FlowLayout(self)  # many chips wrap onto more rows rather than widen the window
         self._row.setContentsMargins(0, 0, 0, 4)
         self._row.addWidget(self.attach_button)
-        self._row.addStretch(1)
         self._input = input_box
         input_box.installEventFilter(self)
         viewport = getattr(input_box, "viewport", None)
@@ -120,27 +127,69 @@ class AttachmentsBar(QWidget):
     def attach(self, paths: Sequence[Path]) -> None:
         for path in paths:
             key, self._next_key = self._next_key, self._next_key + 1
+            if is_picture_file(Path(path)):
+                try:
+                    self._add_picture(key, Path(path).name, read_picture(Path(path)))
+                except ImageError as error:
+                    self._add_picture(key, Path(path).name, None, str(error))
+                continue
             chip = AttachmentChip(key, Path(path).name, self)
             chip.remove_requested.connect(self._on_remove)
             self.chips[key] = chip
-            self._row.insertWidget(self._row.count() - 1, chip)
+            self._row.insertWidget(self._row.count(), chip)
             self.worker.add(key, Path(path))
-        self.changed.emit()
+        self.refresh()
+
+    def attach_picture(self, image: ImagePart, name: str = "pasted picture") -> None:
+        key, self._next_key = self._next_key, self._next_key + 1
+        self._add_picture(key, name, image)
+        self.refresh()
+
+    def _add_picture(self, key: int, name: str, image: ImagePart | None, error: str = "") -> None:
+        chip = PictureChip(key, name, image, error, self)
+        chip.remove_requested.connect(self._on_remove)
+        self.pictures[key] = chip
+        self._row.insertWidget(self._row.count(), chip)
 
     def _on_attach_clicked(self) -> None:
         names, _ = QFileDialog.getOpenFileNames(self, "Attach files", "", _FILE_FILTER)
         self.attach([Path(name) for name in names])
 
     def _on_remove(self, key: int) -> None:
-        chip = self.chips.pop(key, None)
+        chip = self.chips.pop(key, None) or self.pictures.pop(key, None)
         if chip is not None:
             chip.deleteLater()
         self._status.pop(key, None)
         self.refresh()
 
     def clear(self) -> None:
-        for key in list(self.chips):
+        for key in [*self.chips, *self.pictures]:
             self._on_remove(key)
+
+    # ------------------------------------------------------------ pictures
+
+    def show_pictures(self, images: Sequence[ImagePart]) -> None:
+        """These pictures on the chips instead of any there (an edited message's: they go with it again)."""
+        for key in list(self.pictures):
+            self._on_remove(key)
+        for number, image in enumerate(images, 1):
+            self.attach_picture(image, f"picture {number}")
+
+    def images(self) -> tuple[ImagePart, ...]:
+        """The pictures the next message takes (chips with an error take none)."""
+        return tuple(chip.image for chip in self.pictures.values() if chip.image is not None)
+
+    def picture_problem(self) -> str:
+        """Why the tab's model will not take pictures ("" : it can, or its model is not known yet)."""
+        info = self._model_info()
+        return cannot_see(info) if info is not None and not can_see(info) else ""
+
+    def refusal(self) -> str:
+        """Why the next message cannot be sent as it is ("" : it can): pictures for a model that cannot see."""
+        problem = self.picture_problem()
+        if problem and self.images():
+            return f"{problem}. Remove the picture or choose a model that can see; nothing was sent."
+        return ""
 
     # ------------------------------------------------------------ the worker's reports
 
@@ -183,7 +232,14 @@ class AttachmentsBar(QWidget):
         whole_names = {attachment.name for attachment in whole}
         for key, chip in self.chips.items():
             chip.show_state("whole" if chip.name in whole_names else "searched", self._status.get(key, ""))
+        self.show_picture_states()
         self.changed.emit()
+
+    def show_picture_states(self) -> None:
+        """Each picture's chip says whether the tab's model can see it (the model may have changed)."""
+        problem = self.picture_problem()
+        for picture in self.pictures.values():
+            picture.show_state(problem)
 
     def message_text(self, question: str) -> str:
         """The user message for `question` with the attached files; the chips are cleared."""
@@ -219,6 +275,10 @@ class AttachmentsBar(QWidget):
             files = _local_files(mime.urls()) if mime is not None else []
             if files:
                 self.attach(files)
+                return True
+            pasted = clipboard_picture(mime) if mime is not None and not mime.hasText() else None
+            if pasted is not None:  # a screenshot: pixels, no file
+                self.attach_picture(pasted)
                 return True
         return super().eventFilter(watched, event)
 

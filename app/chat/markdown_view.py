@@ -11,6 +11,8 @@ files or URLs because a model wrote a tag.
 from __future__ import annotations
 
 import functools
+import re
+from collections.abc import Collection
 from typing import Any
 
 import markdown
@@ -22,7 +24,7 @@ from pygments.lexer import Lexer
 from pygments.lexers import TextLexer, get_lexer_by_name
 from pygments.styles import get_style_by_name
 from pygments.util import ClassNotFound
-from PySide6.QtCore import Qt, QUrl
+from PySide6.QtCore import Qt, QUrl, Signal
 from PySide6.QtGui import QFontDatabase, QGuiApplication, QImage, QPalette, QTextOption, QWheelEvent
 from PySide6.QtWidgets import QFrame, QSizePolicy, QTextBrowser, QWidget
 
@@ -138,8 +140,24 @@ def text_style_sheet(palette: QPalette, dark: bool) -> str:
     )
 
 
+_CITATION = re.compile(r"\[(\d+)\]")
+_CODE_OR_TAG = re.compile(r"(<pre.*?</pre>|<code.*?</code>|<a .*?</a>|<[^>]*>)", re.DOTALL)
+
+
+def link_citations(html: str, numbers: Collection[int]) -> str:
+    """Each "[n]" of the text (not in code, a tag or a link) that names an excerpt becomes a cite:n link."""
+    def link(match: re.Match[str]) -> str:
+        number = int(match.group(1))
+        return f'<a href="cite:{number}">[{number}]</a>' if number in numbers else match.group(0)
+
+    parts = _CODE_OR_TAG.split(html)
+    return "".join(part if index % 2 else _CITATION.sub(link, part) for index, part in enumerate(parts))
+
+
 class MessageBrowser(QTextBrowser):
     """A read-only rich text view as tall as its content; the list around it scrolls. Math is drawn as images."""
+
+    citation_clicked = Signal(int)  # the number of an excerpt the answer cites ("[1]")
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -147,6 +165,7 @@ class MessageBrowser(QTextBrowser):
         self._math: dict[str, QImage] = {}  # resource name -> drawn formula, for loadResource
         self._waiting: set[str] = set()  # formulas still being drawn
         self._dark: bool | None = None  # the palette kind the style sheet was made for
+        self._citations: frozenset[int] = frozenset()  # the excerpts its "[n]" may name
         self.setOpenLinks(False)
         self.setOpenExternalLinks(False)
         self.setFrameShape(QFrame.Shape.NoFrame)
@@ -168,7 +187,15 @@ class MessageBrowser(QTextBrowser):
         source, formulas = set_aside(text)
         # Not this widget's palette: its transparent background would always read as "dark".
         body = render_markdown(source, palette_is_dark())
+        if self._citations:
+            body = link_citations(body, self._citations)
         self.setHtml(put_back(body, formulas, self._drawn_formulas(formulas)) if formulas else body)
+
+    def set_citations(self, numbers: Collection[int]) -> None:
+        """The excerpts of the question this answer may cite: their "[n]" become links."""
+        if frozenset(numbers) != self._citations:
+            self._citations = frozenset(numbers)
+            self.set_markdown(self._markdown_text)
 
     def _drawn_formulas(self, formulas: list[Formula]) -> dict[int, str | None]:
         """Resource names of the formulas drawn already; the others show as source until `drawn`."""
@@ -226,7 +253,9 @@ class MessageBrowser(QTextBrowser):
             self.setFixedHeight(height)
 
     def _on_anchor_clicked(self, url: QUrl) -> None:
-        if url.scheme() in ("http", "https"):
+        if url.scheme() == "cite" and url.path().isdigit():
+            self.citation_clicked.emit(int(url.path()))
+        elif url.scheme() in ("http", "https"):
             from PySide6.QtGui import QDesktopServices
 
             QDesktopServices.openUrl(url)

@@ -35,6 +35,8 @@ class MessageActions(QObject):
 
     deleted = Signal(int)  # messages[index:] were removed
     branch_step_requested = Signal(int, int)  # index in messages, -1/+1: the previous/next alternative
+    edit_started = Signal(object)  # the edited message's pictures: back on the chips, as its text in the input
+    edit_cancelled = Signal()
 
     def __init__(self, conversation: Conversation, view: MessageList, input: QPlainTextEdit,
                  send_button: QPushButton, cancel_edit_button: QPushButton, parent: QObject | None = None) -> None:
@@ -57,11 +59,13 @@ class MessageActions(QObject):
         self._input.setPlainText(messages[index].content)
         self._input.setFocus()
         self._show_editing(True)
+        self.edit_started.emit(messages[index].images)
 
     def cancel_edit(self) -> None:
         self.editing_index = None
         self._input.clear()
         self._show_editing(False)
+        self.edit_cancelled.emit()
 
     def take_edit(self) -> int | None:
         """The index Send replaces (None: not editing); the edit is over either way."""

@@ -27,18 +27,24 @@ from PySide6.QtWidgets import (
 )
 
 from app.chat.branch_bar import BranchBar
+from app.chat.file_chips import FileChips
 from app.chat.message_view import MessageView
+from app.chat.pictures import Thumbnails
 from app.chat.thinking_block import ThinkingBlock
+from engine.documents.prompt import split_message
+from engine.protocol import ImagePart
 
 ROLE_TITLES = {"user": "You", "assistant": "Assistant", "system": "System", "error": "Error", "tool": "Tool result"}
 PIN_SLACK_PX = 8  # "at the bottom" tolerates a few pixels of rounding
 SHOWN_AT_ONCE = 12  # cards a long chat opens with, and how many more each step up adds
+Entry = tuple[str, str, str, tuple[ImagePart, ...]]  # a message not shown yet: role, text, thinking, pictures
 
 
 class MessageCard(QFrame):
     """One message: header with a copy button, the rendered text, an optional footer."""
 
     copied = Signal(str)  # what went to the clipboard
+    citation_clicked = Signal(int)
     edit_requested = Signal()
     delete_requested = Signal()
 
@@ -61,8 +67,11 @@ class MessageCard(QFrame):
         self.edit_button = self._tool_button("Edit", "Edit this message and send it as a new branch", self.edit_requested)
         self.delete_button = self._tool_button("Delete", "Delete this message and everything below it", self.delete_requested)
         self.thinking_block = ThinkingBlock(self)
+        self.pictures: Thumbnails | None = None  # a user message's pictures, above its text
+        self.files: FileChips | None = None  # ... and the files it went with
         self.browser = MessageView(self)  # text pieces and code blocks
         self.browser.copied.connect(self.copied)
+        self.browser.citation_clicked.connect(self.citation_clicked)
         self.footer = QLabel()
         self.footer.setProperty("role", "hint")
         self.footer.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -106,6 +115,20 @@ class MessageCard(QFrame):
         """A reasoning model's thinking, folded under its "Thinking" header; never mixed into the answer."""
         self.thinking_block.set_text(text)
 
+    def set_pictures(self, images: tuple[ImagePart, ...]) -> None:
+        if images and self.pictures is None:
+            self.pictures = Thumbnails(images, self)
+            layout = self.layout()
+            assert isinstance(layout, QVBoxLayout)
+            layout.insertWidget(layout.indexOf(self.browser), self.pictures)
+
+    def set_files(self, files: list[tuple[str, str]]) -> None:
+        if files and self.files is None:
+            self.files = FileChips(files, self)
+            layout = self.layout()
+            assert isinstance(layout, QVBoxLayout)
+            layout.insertWidget(layout.indexOf(self.browser), self.files)
+
     def add_part(self, widget: QWidget) -> None:
         """A part below the text, above the footer (an answer's tool calls: app/chat/tool_card.py)."""
         layout = self.layout()
@@ -137,13 +160,14 @@ class MessageList(QScrollArea):
     edit_requested = Signal(object)
     delete_requested = Signal(object)
     branch_step_requested = Signal(object, int)
+    citation_clicked = Signal(object, int)  # the card, the excerpt's number
     earlier_shown = Signal()  # more of the earlier messages became cards (their "< 1/2 >" needs drawing)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._restore_target: float | None = None  # fraction from the bottom, until the user scrolls
         self._restoring = False
-        self._earlier: list[tuple[str, str, str]] = []  # (role, text, thinking) of the first messages, not cards yet
+        self._earlier: list[Entry] = []  # the first messages, not cards yet
         self._anchor: tuple[MessageCard, int] | None = None  # after showing earlier cards: (card read, its y - scroll)
         self.setWidgetResizable(True)
         self.setFrameShape(QFrame.Shape.NoFrame)
@@ -176,16 +200,30 @@ class MessageList(QScrollArea):
         card.edit_requested.connect(lambda: self.edit_requested.emit(card))
         card.delete_requested.connect(lambda: self.delete_requested.emit(card))
         card.branch_bar.step_requested.connect(lambda step: self.branch_step_requested.emit(card, step))
+        card.citation_clicked.connect(lambda number: self.citation_clicked.emit(card, number))
         self._layout.insertWidget(self._layout.count() - 1 if position is None else position, card)
         return card
 
-    def set_messages(self, messages: list[tuple[str, str, str]]) -> None:
-        """Replace every card: (role, text, thinking) of a whole conversation; only the last ones become cards now."""
+    def set_messages(self, messages: list[Entry]) -> None:
+        """Replace every card: (role, text, thinking, pictures) of a whole conversation; only the last ones become cards now."""
         self.clear()
         self._earlier = messages[:-SHOWN_AT_ONCE] if len(messages) > SHOWN_AT_ONCE else []
-        for role, text, thinking in messages[len(self._earlier):]:
-            self.add_card(role, text).set_thinking(thinking)
+        for entry in messages[len(self._earlier):]:
+            self._add_entry(entry)
         self._update_earlier_button()
+
+    def _add_entry(self, entry: Entry, position: int | None = None) -> None:
+        role, text, thinking, images = entry
+        card = self.add_message_card(role, text, position)
+        card.set_thinking(thinking)
+        card.set_pictures(images)
+
+    def add_message_card(self, role: str, content: str, position: int | None = None) -> MessageCard:
+        """A message's card; a user message with files shows its question and the files as chips."""
+        question, files = split_message(content) if role == "user" else (content, [])
+        card = self.add_card(role, question, position=position)
+        card.set_files(files)
+        return card
 
     def hidden_count(self) -> int:
         """Messages before the first card (each comes before every card's message)."""
@@ -200,8 +238,8 @@ class MessageList(QScrollArea):
         cards = self.cards()
         if cards:
             self._anchor = (cards[0], cards[0].y() - self.verticalScrollBar().value())
-        for offset, (role, text, thinking) in enumerate(batch):
-            self.add_card(role, text, position=1 + offset).set_thinking(thinking)  # after the button
+        for offset, entry in enumerate(batch):
+            self._add_entry(entry, position=1 + offset)  # after the button
         self._update_earlier_button()
         self.earlier_shown.emit()
 

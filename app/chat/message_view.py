@@ -9,6 +9,8 @@ tick, however long it already is.
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QVBoxLayout, QWidget
 
@@ -23,6 +25,7 @@ class MessageView(QWidget):
     """Markdown as a column of MessageBrowser (text) and CodeBlock (code) widgets."""
 
     copied = Signal(str)  # a code block's Copy: the exact code
+    citation_clicked = Signal(int)  # an "[n]" naming an excerpt of the question
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -33,6 +36,7 @@ class MessageView(QWidget):
         self._layout.setContentsMargins(0, 0, 0, 0)
         self._layout.setSpacing(4)
         self.renders = 0  # pieces (re)rendered so far: what "render only what changed" is measured by
+        self._citations: frozenset[int] = frozenset()
 
     def set_markdown(self, text: str) -> None:
         if text == self._markdown_text and self._pieces:
@@ -48,6 +52,12 @@ class MessageView(QWidget):
             piece.deleteLater()
         del self._pieces[len(segments):]
         self._segments = segments
+
+    def set_citations(self, numbers: Collection[int]) -> None:
+        self._citations = frozenset(numbers)
+        for piece in self._pieces:
+            if isinstance(piece, MessageBrowser):
+                piece.set_citations(self._citations)
 
     def markdown_text(self) -> str:
         return self._markdown_text
@@ -90,4 +100,7 @@ class MessageView(QWidget):
             block = CodeBlock(parent=self)
             block.copied.connect(self.copied)
             return block
-        return MessageBrowser(self)
+        browser = MessageBrowser(self)
+        browser.set_citations(self._citations)
+        browser.citation_clicked.connect(self.citation_clicked)
+        return browser

@@ -24,6 +24,7 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, 
 
 from app.bridge import ChatMessage, EngineBridge, ModelInfo, SamplingParams, TurnFinished
 from app.chat.attachments import AttachmentsBar
+from app.chat.citations import Citations
 from app.settings.store import Settings
 from app.chat.message_actions import MessageActions
 from app.chat.message_list import MessageCard, MessageList
@@ -128,6 +129,7 @@ class ChatTab(QWidget):
 
     def _build(self) -> None:
         self.view = MessageList(self)
+        self.citations = Citations(lambda: self.messages, self.view, self)  # "[1]" in an answer shows its excerpt
         self.input = ChatInput(self)
         self.input.setObjectName("chatInput")  # styled in resources/style.qss
         self.input.setAccessibleName("Message")
@@ -156,6 +158,7 @@ class ChatTab(QWidget):
         self.panel_button.toggled.connect(self.panel.setVisible)
         self.message_actions = MessageActions(self, self.view, self.input, self.send_button, self.cancel_edit_button, self)
         self.message_actions.deleted.connect(self._on_messages_deleted)
+        self.message_actions.edit_cancelled.connect(self._on_edit_cancelled)
         self.message_actions.branch_step_requested.connect(
             lambda index, step: self.branch_step_requested.emit(self.chat_id, index, step))
         buttons = QHBoxLayout()
@@ -184,8 +187,10 @@ class ChatTab(QWidget):
         bottom = QVBoxLayout()
         bottom.setContentsMargins(12, 0, 12, 0)
         self.attachments = AttachmentsBar(lambda: self.chat_id, lambda: self.messages, self._context_length,
-                                          lambda: info.path if (info := self.model_info()) else "", self.input, self)
+                                          self.model_info, self.input, self)
         bottom.addWidget(self.attachments)
+        self.message_actions.edit_started.connect(self.attachments.show_pictures)
+        self.attachments.changed.connect(self._on_refusal_resolved)
         bottom.addWidget(self.input)
         bottom.addLayout(buttons)
         layout.addLayout(bottom)
@@ -202,12 +207,20 @@ class ChatTab(QWidget):
         text = self.input.toPlainText().strip()
         if not text or self.answering or not self._model_ready:
             return
+        refusal = self.attachments.refusal()
+        if refusal:  # never sent without its pictures: the text and the chips stay
+            self.reason.setText(refusal)
+            self.reason.show()
+            return
         self.input.clear()
         edited = self.message_actions.take_edit()
         if edited is not None:
             self.message_actions.truncate(edited)
-        self.messages.append(ChatMessage("user", self.attachments.message_text(text)))  # the files' text goes in too
-        self.view.add_card("user", text)
+        images = self.attachments.images()
+        content = self.attachments.message_text(text)  # the files' text goes in too
+        self.messages.append(ChatMessage("user", content, images=images))
+        card = self.view.add_message_card("user", content)  # the question, the files as chips
+        card.set_pictures(images)
         self.view.scroll_to_bottom()
         if not self.title_from_user and len(self.messages) == 1:
             self._set_title(title_from_text(text))  # the store titles the chat by the same rule
@@ -216,6 +229,11 @@ class ChatTab(QWidget):
         else:
             self.conversation_changed.emit(self.chat_id)
         self._start_turn()
+
+    def _on_refusal_resolved(self) -> None:
+        if not self.attachments.refusal() and self.reason.text().endswith("nothing was sent."):
+            self.reason.clear()
+            self.reason.hide()
 
     def stop(self) -> None:
         if self.chat_tools is not None and self.chat_tools.busy:
@@ -249,10 +267,14 @@ class ChatTab(QWidget):
                 if message.role == "tool":
                     add_result_card(self.view, message, tool_errors.get(message.tool_call_id, False))
                 else:
-                    self.view.add_card(message.role, message.content).set_thinking(message.reasoning)
+                    card = self.view.add_message_card(message.role, message.content)
+                    card.set_thinking(message.reasoning)
+                    card.set_pictures(message.images)
             restore_cards(self.view, self.messages, tool_outcomes, tool_errors, tool_servers)
         else:
-            self.view.set_messages([(message.role, message.content, message.reasoning) for message in self.messages])
+            self.view.set_messages([(message.role, message.content, message.reasoning, message.images)
+                                    for message in self.messages])
+        self.citations.refresh()
         self.view.scroll_to_bottom()
         self._update_buttons()
 
@@ -275,6 +297,7 @@ class ChatTab(QWidget):
         self.input.setEnabled(ready)
         self.reason.setText(reason)
         self.reason.setVisible(bool(reason))
+        self.attachments.show_picture_states()  # a picture's chip says whether this model can see it
         self._update_buttons()
 
     # ------------------------------------------------------------ engine events
@@ -341,6 +364,9 @@ class ChatTab(QWidget):
                 self.chat_tools.add_result_card(message)
         self.conversation_changed.emit(self.chat_id)
 
+    def _on_edit_cancelled(self) -> None:
+        self.attachments.show_pictures(())
+
     def _on_messages_deleted(self, index: int) -> None:
         self._update_buttons()
         self.messages_deleted.emit(self.chat_id, index)
@@ -352,6 +378,10 @@ class ChatTab(QWidget):
             self.chat_tools.new_answer()
         sampling, system_prompt = self.panel.effective(*self._defaults())  # this chat's own changes on top
         conversation = ([ChatMessage("system", system_prompt)] if system_prompt else []) + answer_every_call(self.messages)
+        if self.attachments.picture_problem() and any(message.images for message in conversation):
+            conversation = [replace(message, images=()) for message in conversation]  # a model chosen since
+            self.reason.setText("The earlier pictures were left out: this model cannot see them.")
+            self.reason.show()
         self._pending.clear()
         self._answer_text = ""
         self.thinking.reset()
@@ -359,6 +389,7 @@ class ChatTab(QWidget):
         self._error_shown = False
         self._hide_old_footers()
         self._answer_card = self.view.add_card("assistant", "…")
+        self.citations.link(self._answer_card, len(self.messages))
         self.view.scroll_to_bottom()
         self._set_answering(True)
         budget = self.think_control.reasoning_budget()

@@ -102,11 +102,12 @@ class BranchKeeper:
 
     def _on_message_edited(self, chat_id: str, index: int, text: str) -> None:
         """The tab replaced messages[index:] with one new user message: store it as an alternative."""
-        ids = self.ui.ids(chat_id)
+        ids, tab = self.ui.ids(chat_id), self.ui.tab(chat_id)
+        images = tab.messages[index].images if tab is not None and index < len(tab.messages) else ()
         if index < len(ids):
-            new_id = self.client.edit_message(ids[index], text)
+            new_id = self.client.edit_message(ids[index], text, images)
         else:  # the old message never reached the store (no history): a plain new message
-            new_id = self.client.add_message(chat_id, "user", text, parent_id=ids[-1] if ids else None)
+            new_id = self.client.add_message(chat_id, "user", text, parent_id=ids[-1] if ids else None, images=images)
         ids[index:] = [new_id]
 
     def _on_messages_deleted(self, chat_id: str, index: int) -> None:

@@ -30,7 +30,7 @@ from app.history.records import Chat, ChatSnapshot, SearchHit, StoredMessage
 from app.history.store import HistoryStore, new_id
 from app.history.stream_buffer import StreamBuffer
 from app.history.worker import HistoryWorker, Request
-from engine.protocol import ToolCall, TurnFinished
+from engine.protocol import ImagePart, ToolCall, TurnFinished
 
 log = logging.getLogger(__name__)
 
@@ -165,9 +165,10 @@ class HistoryClient(QObject):
 
     # ------------------------------------------------------------ messages and branches
 
-    def add_message(self, chat_id: str, role: str, text: str, parent_id: str | None = None) -> str:
+    def add_message(self, chat_id: str, role: str, text: str, parent_id: str | None = None,
+                    images: tuple[ImagePart, ...] = ()) -> str:
         message_id = new_id()
-        self._write(HistoryStore.add_message, chat_id, role, text, parent_id, "complete", message_id)
+        self._write(HistoryStore.add_message, chat_id, role, text, parent_id, "complete", message_id, images=images)
         return message_id
 
     def add_tool_message(self, chat_id: str, text: str, parent_id: str | None, tool_call_id: str, tool_name: str,
@@ -178,10 +179,10 @@ class HistoryClient(QObject):
                     tool_call_id=tool_call_id, tool_name=tool_name, finish_reason=outcome)
         return message_id
 
-    def edit_message(self, message_id: str, text: str) -> str:
-        """A new alternative of the message; the old one stays reachable."""
+    def edit_message(self, message_id: str, text: str, images: tuple[ImagePart, ...] = ()) -> str:
+        """A new alternative of the message (with its pictures); the old one stays reachable."""
         new_message_id = new_id()
-        self._write(HistoryStore.edit_message, message_id, text, new_message_id)
+        self._write(HistoryStore.edit_message, message_id, text, new_message_id, images)
         return new_message_id
 
     def select_message(self, message_id: str) -> None:

@@ -7,7 +7,8 @@ counts, timings, tool calls), so our own export imports back without loss; any
 other OpenAI-style messages file imports as one straight branch. A reasoning
 model's thinking is the field "reasoning" of a message in both (an import also
 reads llama-server's "reasoning_content"); in Markdown it is a folded
-<details> block above the answer. `parse_import` checks the whole file before
+<details> block above the answer. A message's pictures are listed under it in
+Markdown and carried as base64 in the "hearth" tree (app/history/images.py). `parse_import` checks the whole file before
 anything is written.
 """
 
@@ -21,10 +22,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Sequence
 
+from app.history.images import images_from_json, images_to_json, markdown_lines
 from app.history.parts import text_field, tool_calls_from_json, tool_calls_to_json
 from app.history.records import ROLES, STATES, ChatSnapshot, HistoryImportError, StoredMessage, active_path
 from engine.documents.extract import Document
-from engine.protocol import ToolCall
+from engine.protocol import ImagePart, ToolCall
 
 FORMAT_VERSION = 1
 MAX_IMPORT_BYTES = 200 * 1024 * 1024
@@ -48,6 +50,7 @@ class ImportedMessage:
     tool_calls: tuple[ToolCall, ...] = ()
     tool_call_id: str = ""
     tool_name: str = ""
+    images: tuple[ImagePart, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -116,6 +119,7 @@ def _message_record(message: StoredMessage) -> dict[str, Any]:
         "tool_calls": tool_calls_to_json(message.tool_calls),
         "tool_call_id": message.tool_call_id,
         "tool_name": message.tool_name,
+        "images": images_to_json(message.images),
     }
 
 
@@ -136,7 +140,7 @@ def export_markdown(snapshot: ChatSnapshot, documents: Sequence[Document] = ()) 
         lines.append("")
     for message in snapshot.path():
         title = f"Tool result: {message.tool_name}" if message.role == "tool" else message.role.capitalize()
-        lines += [f"## {title}", ""] + _thinking_markdown(message.reasoning)
+        lines += [f"## {title}", ""] + _thinking_markdown(message.reasoning) + markdown_lines(message.images)
         lines += _fenced(message.text, "") if message.role == "tool" else [message.text.rstrip(), ""]
         for call in message.tool_calls:
             lines += [f"**Tool call** `{call.name}`:", ""] + _fenced(call.arguments, "json")
@@ -268,7 +272,7 @@ def _tree_message(item: Any, where: str, seen: set[str]) -> ImportedMessage:
         _count(item.get("prompt_tokens"), where), _count(item.get("generated_tokens"), where),
         timings, finish, child, text_field(item, "reasoning", where),
         tool_calls_from_json(item.get("tool_calls"), where), text_field(item, "tool_call_id", where),
-        text_field(item, "tool_name", where),
+        text_field(item, "tool_name", where), images_from_json(item.get("images"), where),
     )
 
 

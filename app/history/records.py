@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from engine.protocol import ToolCall
+from engine.protocol import ImagePart, ToolCall
 
 Role = Literal["system", "user", "assistant", "tool"]
 MessageState = Literal["complete", "streaming", "interrupted"]
@@ -81,6 +81,7 @@ class StoredMessage:
     tool_calls: tuple[ToolCall, ...] = ()  # the calls this answer made
     tool_call_id: str = ""  # a tool message: the call it answers
     tool_name: str = ""  # ... and that tool's name
+    images: tuple[ImagePart, ...] = ()  # a user message's pictures (app/history/images.py)
 
 
 @dataclass(frozen=True)

@@ -8,10 +8,12 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from app.history.images import insert_images
 from app.history.import_export import ImportedChat
 from app.history.parts import dump_tool_calls, load_tool_calls
 from app.chat.title import title_from_text
 from app.history.records import Chat, HistoryError, StoredMessage
+from engine.protocol import ImagePart
 
 CHAT_COLUMNS = (
     "id, title, created, updated, model, settings, is_open, tab_order, scroll_position, "
@@ -36,12 +38,12 @@ def chat_from_row(row: sqlite3.Row) -> Chat:
     )
 
 
-def message_from_row(row: sqlite3.Row) -> StoredMessage:
+def message_from_row(row: sqlite3.Row, images: tuple[ImagePart, ...] = ()) -> StoredMessage:
     return StoredMessage(
         row["id"], row["chat_id"], row["parent_id"], row["role"], row["text"], row["state"], row["created"],
         row["prompt_tokens"], row["generated_tokens"], json.loads(row["timings"]), row["finish_reason"],
         row["active_child_id"], row["reasoning"], load_tool_calls(row["tool_calls"]), row["tool_call_id"],
-        row["tool_name"],
+        row["tool_name"], images,
     )
 
 
@@ -92,3 +94,4 @@ def insert_imported(db: sqlite3.Connection, parsed: ImportedChat, chat_id: str, 
              dump_json(m.timings), m.finish_reason, ids.get(m.active_child_key or ""), m.reasoning,
              dump_tool_calls(m.tool_calls), m.tool_call_id, m.tool_name),
         )
+        insert_images(db, ids[m.key], m.images)

@@ -120,7 +120,21 @@ _V4 = (
 # Pinned chats stay at the top of the sidebar. Its own step, appended after every other one.
 _PINNED = ("ALTER TABLE chats ADD COLUMN pinned INTEGER NOT NULL DEFAULT 0",)
 
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3, _V4, _PINNED)
+# A message's pictures (app/history/images.py): the file's bytes, in order; gone with their message.
+_PICTURES = (
+    """CREATE TABLE message_images (
+        message_id TEXT NOT NULL REFERENCES messages(id),
+        position INTEGER NOT NULL,
+        mime TEXT NOT NULL,
+        data BLOB NOT NULL,
+        PRIMARY KEY (message_id, position)
+    )""",
+    """CREATE TRIGGER message_images_delete AFTER DELETE ON messages BEGIN
+        DELETE FROM message_images WHERE message_id = old.id;
+    END""",
+)
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3, _V4, _PINNED, _PICTURES)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

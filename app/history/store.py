@@ -23,6 +23,7 @@ from typing import Any
 from app.chat.title import DEFAULT_TITLE, title_from_text, title_from_user
 from app.history import import_export as history_io
 from app.history.database import default_database_path, human_error, open_database
+from app.history.images import images_of_chat, insert_images
 from app.history.parts import dump_tool_calls
 from app.history.records import (
     MATCH_END,
@@ -49,7 +50,8 @@ from app.history.rows import (
 )
 from engine.documents.extract import Document
 from engine.documents.index import DocumentIndex, delete_index, index_path
-from engine.protocol import ToolCall
+from engine.documents.prompt import split_message
+from engine.protocol import ImagePart, ToolCall
 
 __all__ = ["HistoryError", "HistoryStore", "default_database_path", "new_id"]
 
@@ -124,7 +126,12 @@ class HistoryStore:
     def load_chat(self, chat_id: str) -> ChatSnapshot:
         chat = self.chat(chat_id)
         rows = self._rows("read the chat", f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE chat_id = ? ORDER BY seq", (chat_id,))
-        return ChatSnapshot(chat, tuple(message_from_row(row) for row in rows))
+        try:
+            images = images_of_chat(self._db, chat_id)
+        except sqlite3.Error as error:
+            raise human_error(error, self.path, "read the chat's pictures") from None
+        messages = (message_from_row(row, images.get(row["id"], ())) for row in rows)
+        return ChatSnapshot(chat, tuple(messages))
 
     def list_chats(self, include_deleted: bool = False) -> list[Chat]:
         """Every chat, pinned ones first, then the most recently used first."""
@@ -219,11 +226,12 @@ class HistoryStore:
 
     def add_message(self, chat_id: str, role: str, text: str = "", parent_id: str | None = None,
                     state: str = "complete", message_id: str | None = None, *, tool_call_id: str = "",
-                    tool_name: str = "", finish_reason: str | None = None) -> StoredMessage:
+                    tool_name: str = "", finish_reason: str | None = None,
+                    images: tuple[ImagePart, ...] = ()) -> StoredMessage:
         """Append a message under `parent_id` (None: a first message) and make it the active branch.
 
         A tool message names the call it answers and that tool; its finish_reason says how the call
-        ended (allowed, always, declined, stopped, unknown)."""
+        ended (allowed, always, declined, stopped, unknown). A user message's pictures are saved with it."""
         if role not in ROLES or state not in STATES:
             raise HistoryError(f"Unknown message role {role!r} or state {state!r}.", "other")
         message_id, now = message_id or new_id(), time.time()
@@ -235,12 +243,13 @@ class HistoryStore:
             db.execute("INSERT INTO messages (id, chat_id, parent_id, role, text, state, created, tool_call_id, tool_name,"
                        " finish_reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                        (message_id, chat_id, parent_id, role, text, state, now, tool_call_id, tool_name, finish_reason))
+            insert_images(db, message_id, images)
             point_to(db, chat_id, parent_id, message_id)
             if role == "user" and title_auto and user_message_count(db, chat_id) == 1:
-                db.execute("UPDATE chats SET title = ? WHERE id = ?", (title_from_text(text), chat_id))
+                db.execute("UPDATE chats SET title = ? WHERE id = ?", (title_from_text(split_message(text)[0]), chat_id))
             db.execute("UPDATE chats SET updated = ? WHERE id = ?", (now, chat_id))
         return StoredMessage(message_id, chat_id, parent_id, role, text, state, now,  # type: ignore[arg-type]
-                             finish_reason=finish_reason, tool_call_id=tool_call_id, tool_name=tool_name)
+                             finish_reason=finish_reason, tool_call_id=tool_call_id, tool_name=tool_name, images=images)
 
     def message(self, message_id: str) -> StoredMessage:
         rows = self._rows("read the message", f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE id = ?", (message_id,))
@@ -279,10 +288,11 @@ class HistoryStore:
         with self._write("mark unfinished answers") as db:
             return db.execute("UPDATE messages SET state = 'interrupted' WHERE state = 'streaming'").rowcount
 
-    def edit_message(self, message_id: str, text: str, new_message_id: str | None = None) -> StoredMessage:
-        """A new alternative of the message with `text`; the old one stays reachable."""
+    def edit_message(self, message_id: str, text: str, new_message_id: str | None = None,
+                     images: tuple[ImagePart, ...] = ()) -> StoredMessage:
+        """A new alternative of the message with `text` (and `images`); the old one stays reachable."""
         old = self.message(message_id)
-        return self.add_message(old.chat_id, old.role, text, old.parent_id, "complete", new_message_id)
+        return self.add_message(old.chat_id, old.role, text, old.parent_id, "complete", new_message_id, images=images)
 
     def regenerate(self, message_id: str, new_message_id: str | None = None) -> StoredMessage:
         """A new, empty, streaming alternative of an answer; stream into it as usual."""

@@ -11,7 +11,8 @@ tabs replace the empty first tab; answers a crash cut short come back with an
 "tool" message with how the call ended (its approval); a call that has no result after a restart
 shows as interrupted and is never run again by itself. A reasoning model's thinking is stored with
 its answer as it streams, and comes back folded ("Thought for 12 s"); each chat's
-Think choice is stored in its settings. Storage problems show in `label` (placed in
+Think choice is stored in its settings; a user message's pictures are stored with it (app/history/images.py)
+and come back as thumbnails. Storage problems show in `label` (placed in
 the status bar) while the chats stay in memory. Branches, edits, deletes and
 scroll positions are app/history/branches.py's part.
 """
@@ -143,8 +144,8 @@ class HistoryUI(QObject):
         results = {m.tool_call_id: (m.finish_reason or "").split() for m in path if m.role == "tool"}
         servers = {call: server for m in path if m.tool_calls and isinstance(m.timings.get("tool_servers"), dict)
                    for call, server in m.timings["tool_servers"].items() if isinstance(server, str)}
-        tab.set_conversation([ChatMessage(m.role, m.text, m.reasoning, m.tool_calls, m.tool_call_id, m.tool_name)
-                              for m in path],
+        tab.set_conversation([ChatMessage(m.role, m.text, m.reasoning, m.tool_calls, m.tool_call_id, m.tool_name,
+                                          m.images) for m in path],
                              {call: words[0] if words else "" for call, words in results.items()},
                              {call: "error" in words for call, words in results.items()}, servers)
         self._ids[tab.chat_id] = [m.id for m in path]
@@ -189,7 +190,8 @@ class HistoryUI(QObject):
         """A tab that starts with its messages (a Compare pane continued as a chat): each one is stored."""
         ids = self._ids.setdefault(tab.chat_id, [])
         for message in tab.messages[len(ids):]:
-            ids.append(self.client.add_message(tab.chat_id, message.role, message.content, parent_id=ids[-1] if ids else None))
+            ids.append(self.client.add_message(tab.chat_id, message.role, message.content, parent_id=ids[-1] if ids else None,
+                                               images=message.images))
 
     def on_chat_closed(self, chat_id: str) -> None:
         self.branches.save_scroll(chat_id)
@@ -214,7 +216,7 @@ class HistoryUI(QObject):
         for message in tab.messages[len(ids):]:
             parent = ids[-1] if ids else None
             if message.role == "user":
-                ids.append(self.client.add_message(chat_id, "user", message.content, parent_id=parent))
+                ids.append(self.client.add_message(chat_id, "user", message.content, parent_id=parent, images=message.images))
             elif message.role == "tool" and tab.chat_tools is not None:
                 outcome = tab.chat_tools.outcomes.get(message.tool_call_id, "")
                 outcome += " error" if tab.chat_tools.errors.get(message.tool_call_id) else ""

@@ -9,6 +9,7 @@ this module needs no model and is tested with any counter.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -19,6 +20,7 @@ Search = Callable[[str, Sequence[int], int], Sequence[Hit]]  # question, documen
 MAX_CHUNKS = 8
 _EXCERPTS_HEADER = ("Excerpts from the attached files, searched for this message. "
                     "Cite the ones you use by their numbers, like [1].")
+_EXCERPTS_END = "--- end of excerpts ---"  # where the question starts: the window shows it alone
 
 
 @dataclass(frozen=True)
@@ -84,11 +86,11 @@ def assemble(question: str, attachments: Sequence[Attachment], room: int, count_
         return AssembledPrompt(question, (), (), ())
     whole, searched = plan(attachments, room, count_tokens(question))
     blocks = [whole_block(attachment) for attachment in whole]
-    left = room - count_tokens("\n\n".join([*blocks, question])) - count_tokens(_EXCERPTS_HEADER)
+    left = room - count_tokens("\n\n".join([*blocks, question])) - count_tokens(_EXCERPTS_HEADER + _EXCERPTS_END)
     citations = _citations(question, searched, left, count_tokens, search, max_chunks) if searched else []
     if citations:
         excerpts = "\n\n".join(_excerpt(citation) for citation in citations)
-        blocks.append(f"{_EXCERPTS_HEADER}\n\n{excerpts}")
+        blocks.append(f"{_EXCERPTS_HEADER}\n\n{excerpts}\n\n{_EXCERPTS_END}")
     blocks.append(question)
     return AssembledPrompt("\n\n".join(blocks), tuple(a.name for a in whole), tuple(a.name for a in searched),
                            tuple(citations))
@@ -110,3 +112,53 @@ def _citations(question: str, searched: Sequence[Attachment], left: int, count_t
         citations.append(citation)
         left -= cost
     return citations
+
+
+# An excerpt's first line: after a blank line, its number and the file's name (with its suffix), and the page.
+_EXCERPT_LINE = re.compile(r"(?:\A|\n\n)\[(\d+)\] ([^\n]+?\.\w{1,8}(?:, page \d+)?)\n")
+
+
+def read_excerpts(text: str) -> dict[int, tuple[str, str]]:
+    """The numbered excerpts of a user message `assemble` built: number -> (label, the chunk's text).
+
+    Read back from the message itself, so a chat reopened from the history cites as it did. Each excerpt
+    runs to the next number's line (a chunk with a paragraph like "[2] notes.md" of its own would be cut
+    there), the last one to the end line (in a message stored before there was one: to the last blank line).
+    """
+    start = text.find(_EXCERPTS_HEADER)
+    if start < 0:
+        return {}
+    body = text[start + len(_EXCERPTS_HEADER):].removeprefix("\n\n")
+    end = body.find("\n\n" + _EXCERPTS_END)
+    body = body[:end] if end >= 0 else body[:body.rstrip().rfind("\n\n")]  # older messages: the question last
+    starts: list[re.Match[str]] = []
+    for match in _EXCERPT_LINE.finditer(body):
+        if int(match.group(1)) == len(starts) + 1:  # a "[7] ..." line inside a chunk is not an excerpt's start
+            starts.append(match)
+    ends = [match.start() for match in starts[1:]] + [len(body)]
+    return {number: (match.group(2), body[match.end():end].strip())
+            for number, (match, end) in enumerate(zip(starts, ends), 1)}
+
+
+_WHOLE_BLOCK = re.compile(r"--- (?P<name>[^\n]+) ---\n.*?\n--- end of (?P=name) ---(?:\n\n|\Z)", re.DOTALL)
+
+
+def split_message(text: str) -> tuple[str, list[tuple[str, str]]]:
+    """A user message `assemble` built, as the question and its files: [(name, "whole" or "searched")].
+
+    A message without files is its own question; the window shows the question with the files as chips.
+    """
+    files: list[tuple[str, str]] = []
+    position = 0
+    while (block := _WHOLE_BLOCK.match(text, position)) is not None:
+        files.append((block.group("name"), "whole"))
+        position = block.end()
+    rest = text[position:]
+    if rest.startswith(_EXCERPTS_HEADER):
+        for label, _ in read_excerpts(rest).values():
+            name = re.sub(r", page \d+$", "", label)
+            if (name, "searched") not in files:
+                files.append((name, "searched"))
+        end = rest.find("\n\n" + _EXCERPTS_END + "\n\n")
+        rest = rest[end + len(_EXCERPTS_END) + 4:] if end >= 0 else rest[rest.rstrip().rfind("\n\n") + 2:]
+    return (rest if files else text), files

@@ -9,7 +9,7 @@ import pytest
 
 from engine.documents.extract import Document, extract
 from engine.documents.index import DocumentIndex
-from engine.documents.prompt import Attachment, assemble, plan, room_left
+from engine.documents.prompt import Attachment, assemble, plan, read_excerpts, room_left, split_message
 from engine.documents.retrieval import Hit
 from tests.engine.documents.conftest import PLANTED_PAGE
 
@@ -55,7 +55,8 @@ def test_whole_or_searched_is_decided_by_the_count(index: DocumentIndex, markdow
     assert notes.tokens == 13  # words
     assert plan([notes], room=13 + 24) == ([notes], [])  # 24: the name lines around it
     assert plan([notes], room=13 + 23) == ([], [notes])
-    searched = assemble("Bread recipe?", [notes], room=34, count_tokens=count_words, search=_search(index))
+    searched = assemble("Bread recipe?", [notes], room=38, count_tokens=count_words,  # header and end line: 23
+                        search=_search(index))
     assert searched.searched == ("notes.md",) and searched.citations[0].label == "notes.md"  # one page: no page named
     assert "[1] notes.md\n## Recipes\n\nBread needs flour" in searched.text
     whole = assemble("Bread recipe?", [notes], room=100, count_tokens=count_words, search=_search(index))
@@ -103,3 +104,36 @@ def test_real_tokenizer_decides(default_model: str, index: DocumentIndex, markdo
         assert plan([notes], room=notes.tokens + 23) == ([], [notes])
     finally:
         count.close()
+
+
+def test_the_excerpts_are_read_back_from_the_message(index: DocumentIndex, long_document: Document,
+                                                     markdown_file: Path) -> None:
+    notes, book = _attach(index, extract(markdown_file)), _attach(index, long_document)
+    prompt = assemble(QUESTION, [notes, book], room=2000, count_tokens=count_words, search=_search(index))
+    read = read_excerpts(prompt.text)
+    assert read[1][0] == f"harbour.pdf, page {PLANTED_PAGE}" and "copper vault" in " ".join(read[1][1].split())
+    chunks = ["## Tides\n\nHigh water at six.\n\n[2] is not an excerpt's line here", "Low water at noon.",
+              "The ferry\n\nleaves at one."]
+    hits = [Hit(i, "tides.pdf", 1, i + 3, "", text, i) for i, text in enumerate(chunks)]
+    big = Attachment(1, "tides.pdf", 9, "word " * 10000, 10000)
+    prompt = assemble("When is the ferry?", [big], room=500, count_tokens=count_words,
+                      search=lambda question, doc_ids, limit: hits)
+    assert len(prompt.citations) == 3
+    assert read_excerpts(prompt.text) == {c.number: (c.label, c.text) for c in prompt.citations}
+    assert read_excerpts(prompt.text)[3] == ("tides.pdf, page 5", "The ferry\n\nleaves at one.")
+    assert read_excerpts(QUESTION) == {}
+    whole = assemble(QUESTION, [notes], room=600, count_tokens=count_words, search=_search(index))
+    assert read_excerpts(whole.text) == {}
+
+
+def test_a_message_is_split_back_into_its_question_and_files(index: DocumentIndex, long_document: Document,
+                                                             markdown_file: Path) -> None:
+    notes, book = _attach(index, extract(markdown_file)), _attach(index, long_document)
+    question = "Where is the oil?\n\nAnd who keeps it?"  # a question with a blank line of its own
+    prompt = assemble(question, [notes, book], room=2000, count_tokens=count_words, search=_search(index))
+    assert split_message(prompt.text) == (question, [("notes.md", "whole"), ("harbour.pdf", "searched")])
+    assert read_excerpts(prompt.text)[1][1].endswith("copper\nvault.")  # the question is not in the excerpt
+    whole = assemble(question, [notes], room=600, count_tokens=count_words, search=_search(index))
+    assert split_message(whole.text) == (question, [("notes.md", "whole")])
+    assert split_message("--- a.md ---\nno end line\n\nquestion") == ("--- a.md ---\nno end line\n\nquestion", [])
+    assert split_message(question) == (question, [])
