@@ -37,6 +37,7 @@ STATES = {
     "interrupted": "Interrupted: Hearth closed before it finished. It was not run again.",
     "unknown": "The model asked for a tool that is not offered; it did not run.",
 }
+ALWAYS = "always allowed"  # said with the state of a call that ran because its tool is always allowed
 
 
 def formatted_arguments(arguments: str) -> str:
@@ -65,6 +66,7 @@ class ToolCallCard(QFrame):
         super().__init__(parent)
         self.setObjectName("toolCallCard")
         self.name, self.server, self.state = name, server, ""
+        self.always = False  # it ran (or runs) because the tool is always allowed: the status keeps saying so
         where = f"  ·  server {server}" if server else ""
         self.title = QLabel(f"Tool call: {name}{where}")
         self.title.setObjectName("toolCallTitle")
@@ -108,7 +110,10 @@ class ToolCallCard(QFrame):
         self.state = state
         for button in (self.allow_button, self.always_button, self.deny_button):
             button.setVisible(state == "waiting")
-        self.status.setText(" ".join(part for part in (STATES[state], detail) if part))
+        head = STATES[state]
+        if self.always and state in ("running", "done", "error", "stopped"):
+            head = f"{head.rstrip('.')} · {ALWAYS}."
+        self.status.setText(" ".join(part for part in (head, detail) if part))
         self.setProperty("state", state)
         self.style().unpolish(self)
         self.style().polish(self)

@@ -154,7 +154,8 @@ class ChatTools(QObject):
 
     def _run(self, pending: _Call, outcome: str) -> None:
         pending.outcome = outcome
-        pending.card.set_state("running", "(always allowed)" if outcome == "always" else "")
+        pending.card.always = outcome == "always"
+        pending.card.set_state("running")
         pending.future = self.service.call(pending, pending.server, pending.call.name, pending.call.arguments)
 
     def _on_call_finished(self, token: object, result: Result) -> None:
@@ -205,6 +206,7 @@ def restore_cards(view: MessageList, messages: Sequence[ChatMessage], outcomes: 
             call_card = ToolCallCard(call.name, servers.get(call.id, ""), call.arguments)
             card.add_part(call_card)
             outcome = outcomes.get(call.id, "")
+            call_card.always = outcome == "always"  # stored with its result: it ran because the tool is always allowed
             if call.id not in answered or outcome in ("", "interrupted"):
                 call_card.set_state("interrupted")
             else:
