@@ -34,7 +34,7 @@ from app.chat.stats_line import stats_line
 from app.chat.think_control import ThinkControl
 from app.chat.thinking_stream import ThinkingStream
 from app.chat.title import title_from_text, title_from_user
-from app.chat.tool_round import ChatTools, add_result_card, answer_every_call, restore_cards
+from app.chat.tool_round import ChatTools, add_result_card, answer_every_call, restore_cards, stored_labels
 from app.tools.service import ToolService
 
 FLUSH_INTERVAL_MS = 30
@@ -263,9 +263,11 @@ class ChatTab(QWidget):
         if any(message.role == "tool" or message.tool_calls for message in self.messages):
             # Tool cards sit inside their answers' cards: every card is made (a chat with tools is rarely long).
             self.view.clear()
+            labels = stored_labels(self.messages)
             for message in self.messages:
                 if message.role == "tool":
-                    add_result_card(self.view, message, tool_errors.get(message.tool_call_id, False))
+                    add_result_card(self.view, message, tool_errors.get(message.tool_call_id, False),
+                                    labels.get(message.tool_call_id, ""))
                 else:
                     card = self.view.add_message_card(message.role, message.content)
                     card.set_thinking(message.reasoning)

@@ -10,6 +10,8 @@ nothing in it is a link or a button.
 from __future__ import annotations
 
 import json
+from collections import Counter
+from collections.abc import Sequence
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QFontDatabase
@@ -24,6 +26,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.chat.message_list import MessageCard
+from engine.protocol import ToolCall
 
 PREVIEW_LINES = 4
 PREVIEW_CHARS = 400
@@ -48,6 +51,32 @@ def formatted_arguments(arguments: str) -> str:
         return arguments
 
 
+def call_labels(calls: Sequence[ToolCall]) -> dict[str, str]:
+    """Call id -> which call it is, for the calls of one answer that share their tool's name (others get none):
+    "call 1 of 2: a=2, b=3", the same on the call's card and on its result's."""
+    counts = Counter(call.name for call in calls)
+    seen: Counter[str] = Counter()
+    labels = {}
+    for call in calls:
+        if counts[call.name] > 1:
+            seen[call.name] += 1
+            summary = _argument_summary(call.arguments)
+            labels[call.id] = f"call {seen[call.name]} of {counts[call.name]}" + (f": {summary}" if summary else "")
+    return labels
+
+
+def _argument_summary(arguments: str, limit: int = 40) -> str:
+    """The first argument values on one line ("a=2, b=3"), cut at `limit` characters; "" if not a JSON object."""
+    try:
+        values = json.loads(arguments or "{}")
+    except json.JSONDecodeError:
+        return ""
+    if not isinstance(values, dict):
+        return ""
+    text = ", ".join(f"{key}={json.dumps(value, ensure_ascii=False)}" for key, value in values.items())
+    return text if len(text) <= limit else text[:limit - 1].rstrip(", ") + "…"
+
+
 def _plain_label(text: str, name: str) -> QLabel:
     label = QLabel(text)
     label.setObjectName(name)
@@ -62,13 +91,14 @@ class ToolCallCard(QFrame):
 
     decided = Signal(str)  # "once", "always" or "deny"
 
-    def __init__(self, name: str, server: str, arguments: str, parent: QWidget | None = None) -> None:
+    def __init__(self, name: str, server: str, arguments: str, label: str = "", parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("toolCallCard")
         self.name, self.server, self.state = name, server, ""
         self.always = False  # it ran (or runs) because the tool is always allowed: the status keeps saying so
         where = f"  ·  server {server}" if server else ""
-        self.title = QLabel(f"Tool call: {name}{where}")
+        which = f" ({label})" if label else ""  # which of the answer's calls of this tool (call_labels)
+        self.title = QLabel(f"Tool call: {name}{which}{where}")
         self.title.setObjectName("toolCallTitle")
         self.title.setTextFormat(Qt.TextFormat.PlainText)
         self.arguments = _plain_label(formatted_arguments(arguments), "toolArguments")
@@ -122,10 +152,12 @@ class ToolCallCard(QFrame):
 class ToolResultCard(MessageCard):
     """A tool message: the result folded to its first lines, "Show all" for the rest."""
 
-    def __init__(self, name: str, text: str, is_error: bool = False, parent: QWidget | None = None) -> None:
+    def __init__(self, name: str, text: str, is_error: bool = False, label: str = "",
+                 parent: QWidget | None = None) -> None:
         self._full = text
         super().__init__("tool", "", parent)
-        self.title.setText(f"Tool result: {name}" + (" (error)" if is_error else ""))
+        which = f" ({label})" if label else ""  # the same as on its call's card
+        self.title.setText(f"Tool result: {name}{which}" + (" (error)" if is_error else ""))
         self.setProperty("error", is_error)
         self.browser.hide()  # a result is plain text, never rendered Markdown
         self.result = _plain_label("", "toolResult")

@@ -20,7 +20,7 @@ from PySide6.QtCore import QObject, Signal
 
 from app.bridge import ChatMessage, EngineBridge, SamplingParams
 from app.chat.message_list import MessageCard, MessageList
-from app.chat.tool_card import ToolCallCard, ToolResultCard
+from app.chat.tool_card import ToolCallCard, ToolResultCard, call_labels
 from app.tools.service import ToolService
 from engine.protocol import ToolCall, ToolSpec
 from engine.tools.results import ToolResult as Result
@@ -58,6 +58,7 @@ class ChatTools(QObject):
         self.outcomes: dict[str, str] = {}  # call id -> outcome (the history stores it)
         self.errors: dict[str, bool] = {}  # call id -> the result was an error
         self.servers: dict[str, str] = {}  # call id -> the server it goes to (stored with the answer)
+        self.labels: dict[str, str] = {}  # call id -> which call of its tool it is, where one step has several
         self._calls: list[_Call] = []
         self._offered: dict[str, tuple[str, ToolSpec]] = {}
         self._failures_shown: set[str] = set()
@@ -109,9 +110,10 @@ class ChatTools(QObject):
         self.rounds += 1
         self._calls = []
         card.browser.setVisible(bool(card.text().strip()))  # an answer that is only calls shows no empty text
+        self.labels.update(call_labels(calls))
         for call in calls:
             server = self._offered.get(call.name, ("", None))[0]
-            pending = _Call(call, server, ToolCallCard(call.name, server, call.arguments))
+            pending = _Call(call, server, ToolCallCard(call.name, server, call.arguments, self.labels.get(call.id, "")))
             self.servers[call.id] = server
             card.add_part(pending.card)
             pending.card.decided.connect(lambda choice, pending=pending: self._on_decided(pending, choice))
@@ -184,11 +186,12 @@ class ChatTools(QObject):
         return messages
 
     def add_result_card(self, message: ChatMessage) -> ToolResultCard:
-        return add_result_card(self.view, message, self.errors.get(message.tool_call_id, False))
+        return add_result_card(self.view, message, self.errors.get(message.tool_call_id, False),
+                               self.labels.get(message.tool_call_id, ""))
 
 
-def add_result_card(view: MessageList, message: ChatMessage, is_error: bool) -> ToolResultCard:
-    card = ToolResultCard(message.name, message.content, is_error)
+def add_result_card(view: MessageList, message: ChatMessage, is_error: bool, label: str = "") -> ToolResultCard:
+    card = ToolResultCard(message.name, message.content, is_error, label)
     view.add_card("tool", card=card)
     return card
 
@@ -202,8 +205,9 @@ def restore_cards(view: MessageList, messages: Sequence[ChatMessage], outcomes: 
     for card, message in zip(cards, messages):
         if message.tool_calls and not message.content.strip():
             card.browser.hide()
+        labels = call_labels(message.tool_calls)
         for call in message.tool_calls:
-            call_card = ToolCallCard(call.name, servers.get(call.id, ""), call.arguments)
+            call_card = ToolCallCard(call.name, servers.get(call.id, ""), call.arguments, labels.get(call.id, ""))
             card.add_part(call_card)
             outcome = outcomes.get(call.id, "")
             call_card.always = outcome == "always"  # stored with its result: it ran because the tool is always allowed
@@ -212,6 +216,12 @@ def restore_cards(view: MessageList, messages: Sequence[ChatMessage], outcomes: 
             else:
                 state = {"declined": "declined", "stopped": "stopped", "unknown": "unknown"}.get(outcome)
                 call_card.set_state(state or ("error" if errors.get(call.id) else "done"))
+
+
+def stored_labels(messages: Sequence[ChatMessage]) -> dict[str, str]:
+    """Call id -> its label (call_labels) over every answer of a stored chat, for the result cards."""
+    return {call_id: label for message in messages if message.tool_calls
+            for call_id, label in call_labels(message.tool_calls).items()}
 
 
 def answer_every_call(messages: Sequence[ChatMessage]) -> list[ChatMessage]:

@@ -5,14 +5,16 @@ The same scripted engine and SDK-written stdio server as tests/app/chat/test_too
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from PySide6.QtCore import Qt
 
 from app.chat.tool_card import ToolCallCard, ToolResultCard
 from engine.protocol import ToolCall
-from tests.app.chat.test_tools import _ask, shared_manager, tool_folder, tools_window  # noqa: F401 (fixtures)
+from tests.app.chat import test_tools
 from tests.app.helpers import LONG, wait_restored
+
+# test_tools.py's fixtures (the one started server of this module, the window whose mcp.json names it)
+tool_folder, shared_manager, tools_window = test_tools.tool_folder, test_tools.shared_manager, test_tools.tools_window
+_ask = test_tools._ask
 
 
 def _call_cards(tab) -> list[ToolCallCard]:  # type: ignore[no-untyped-def]
@@ -49,3 +51,30 @@ def test_a_call_that_ran_because_its_tool_is_always_allowed_keeps_saying_so_live
     wait_restored(qtbot, again)
     restored = [card.status.text() for card in _call_cards(again.current_tab())]
     assert restored == ["Done.", "Done · always allowed.", "Done · always allowed."]
+
+
+def test_two_calls_of_one_tool_in_one_answer_say_which_call_each_result_answers(qtbot, tools_window) -> None:  # type: ignore[no-untyped-def]
+    window = tools_window()
+    wait_restored(qtbot, window)
+    bridge = window.bridge
+    tab = _ask(qtbot, window, "What are 2 + 3 and 7 + 8?")
+    bridge.call_tools(tab.chat_id, ToolCall("call_a", "add", '{"a": 2, "b": 3}'),
+                      ToolCall("call_b", "add", '{"a": 7, "b": 8}'), ToolCall("call_c", "sleep", '{"seconds": 0}'))
+    first, second, other = _call_cards(tab)
+    titles = ["Tool call: add (call 1 of 2: a=2, b=3)  ·  server test",
+              "Tool call: add (call 2 of 2: a=7, b=8)  ·  server test", "Tool call: sleep  ·  server test"]
+    assert [first.title.text(), second.title.text(), other.title.text()] == titles
+    for card in (second, other, first):  # allowed out of order: the results still follow the calls' order
+        qtbot.mouseClick(card.allow_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: len(bridge.submitted) == 2, timeout=LONG)
+    results = ["Tool result: add (call 1 of 2: a=2, b=3)", "Tool result: add (call 2 of 2: a=7, b=8)",
+               "Tool result: sleep"]
+    assert [(card.title.text(), card.text()) for card in _results(tab)] == list(zip(results, ["5.0", "15.0", "slept 0.0"]))
+    bridge.answer(tab.chat_id, "5 and 15.")
+    window.close()
+
+    again = tools_window()
+    wait_restored(qtbot, again)
+    restored = again.current_tab()
+    assert [card.title.text() for card in _call_cards(restored)] == titles
+    assert [card.title.text() for card in _results(restored)] == results
