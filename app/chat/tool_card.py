@@ -51,6 +51,23 @@ def formatted_arguments(arguments: str) -> str:
         return arguments
 
 
+def folded_preview(text: str) -> tuple[str, bool]:
+    """The first lines of a result, and whether there is more. More lines: the cut is at a line's end and
+    "…" stands on a line of its own; a line longer than PREVIEW_CHARS is cut at a word, "…" after it
+    (never glued to a full stop: "Sunday. …")."""
+    full = text.rstrip()
+    lines = full.splitlines() or [""]
+    preview = "\n".join(lines[:PREVIEW_LINES]).rstrip()
+    if len(preview) > PREVIEW_CHARS:
+        cut = preview[:PREVIEW_CHARS]
+        space = max(cut.rfind(" "), cut.rfind("\n"))
+        preview = (cut[:space] if space > PREVIEW_CHARS // 2 else cut).rstrip()
+        return preview + (" …" if preview.endswith(tuple(".!?:;,")) else "…"), True
+    if preview != full:
+        return preview + "\n…", True
+    return preview, False
+
+
 def call_labels(calls: Sequence[ToolCall]) -> dict[str, str]:
     """Call id -> which call it is, for the calls of one answer that share their tool's name (others get none):
     "call 1 of 2: a=2, b=3", the same on the call's card and on its result's."""
@@ -187,9 +204,7 @@ class ToolResultCard(MessageCard):
             self._show(self.show_all.isChecked())
 
     def _show(self, everything: bool) -> None:
-        lines = self._full.splitlines() or [""]
-        preview = "\n".join(lines[:PREVIEW_LINES])[:PREVIEW_CHARS]
-        longer = preview != self._full.rstrip("\n")
-        self.result.setText(self._full if everything else preview + ("…" if longer else ""))
+        preview, longer = folded_preview(self._full)
+        self.result.setText(self._full if everything else preview)
         self.show_all.setVisible(longer)
         self.show_all.setText("Show less" if everything else f"Show all ({len(self._full):,} characters)")

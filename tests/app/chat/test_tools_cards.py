@@ -78,3 +78,26 @@ def test_two_calls_of_one_tool_in_one_answer_say_which_call_each_result_answers(
     restored = again.current_tab()
     assert [card.title.text() for card in _call_cards(restored)] == titles
     assert [card.title.text() for card in _results(restored)] == results
+
+
+def test_a_folded_result_is_cut_at_a_line_and_its_ellipsis_never_follows_a_full_stop(qtbot, tools_window, tool_folder) -> None:  # type: ignore[no-untyped-def]
+    days = "\n".join(f"The shop opens at {hour} on {day}." for hour, day in
+                     [(8, "Monday"), (9, "Friday"), (10, "Saturday"), (11, "Sunday"), (12, "holidays")])
+    (tool_folder / "hours.txt").write_text(days + "\n")
+    (tool_folder / "long.txt").write_text("It rains. " * 60)  # one line longer than the preview
+    window = tools_window()
+    wait_restored(qtbot, window)
+    bridge = window.bridge
+    tab = _ask(qtbot, window, "When does the shop open?")
+    bridge.call_tools(tab.chat_id, ToolCall("call_h", "read_file", '{"name": "hours.txt"}'),
+                      ToolCall("call_l", "read_file", '{"name": "long.txt"}'))
+    for card in _call_cards(tab):
+        qtbot.mouseClick(card.allow_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: len(bridge.submitted) == 2, timeout=LONG)
+    hours, rain = _results(tab)
+    assert hours.folded and hours.result.text() == "\n".join(days.splitlines()[:4]) + "\n…"  # "…" on a line of its own
+    assert not hours.show_all.isHidden()
+    assert rain.result.text().endswith("It rains. …") and len(rain.result.text()) <= 402
+    assert ".…" not in hours.result.text() + rain.result.text()
+    hours.show_all.click()
+    assert hours.result.text() == days + "\n"
