@@ -31,6 +31,8 @@ from engine.protocol import (
 )
 from engine.remote.engine import RemoteEngine
 from engine.runners.base import RunnerError
+from engine.scheduler import Scheduler
+from engine.tuning import PROMPT_TOKENS_BESIDE_OTHER_MODELS
 
 log = logging.getLogger(__name__)
 Emit = Callable[[Event], None]
@@ -212,6 +214,11 @@ class EngineLoop:
         model.served = True
         self.pool.touch(model)
         work = model.work
+        others = [m.work for m in self.pool.models if m is not model]
+        if isinstance(work, Scheduler):
+            # a remote model's stream arrives between our steps only: it counts as decoding while it has work
+            streaming = any(other.decoding() if isinstance(other, Scheduler) else other.has_work() for other in others)
+            work.prompt_tokens_cap = PROMPT_TOKENS_BESIDE_OTHER_MODELS if streaming else None
         if isinstance(work, RemoteEngine) and any(m.busy for m in self.pool.models if m is not model):
             self._emit_all(work.step(wait_s=0))  # the others' steps are the wait
         else:

@@ -49,6 +49,9 @@ CONSTRAINTS_WAIT_S = 0.05  # how long an idle step waits for the constraints' to
 class Scheduler:
     def __init__(self, runner: Runner, step_cost: StepCost | None = None) -> None:
         self.runner = runner
+        # At most this many prompt tokens a step (None: what the batch leaves); the engine sets it while
+        # another model's chats stream, so this model's long prompt comes in smaller chunks between their steps.
+        self.prompt_tokens_cap: int | None = None
         self.slots = SlotTable(runner.slots, runner.clear_slot)
         self.waiting: deque[Sequence] = deque()
         self.sampled_log: deque[tuple[float, str]] = deque()  # (time, chat) per token
@@ -126,6 +129,10 @@ class Scheduler:
 
     def slots_busy(self) -> int:
         return self.slots.busy()
+
+    def decoding(self) -> bool:
+        """A chat here is generating (not only reading its prompt): its stream waits on every step elsewhere."""
+        return any(sequence.uncomputed == 1 for sequence in self.running())
 
     def chat_ids(self) -> tuple[str, ...]:
         """The chats with a turn here, running or waiting."""
@@ -231,6 +238,8 @@ class Scheduler:
             for (slot, sequence), draft in zip(decoding, drafts)
         ]
         budget -= sum(len(draft) for draft in drafts)
+        if self.prompt_tokens_cap is not None:
+            budget = min(budget, self.prompt_tokens_cap)
         for slot, sequence in prompts:
             if budget <= 0:
                 break

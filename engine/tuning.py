@@ -33,6 +33,17 @@ LOAD_SAMPLE_SECONDS = 0.5
 # decode tokens leave, so guesses never crowd out a waiting chat. Chosen, not fitted.
 DRAFT_SHARE_BESIDE_PROMPTS = 0.25
 
+# ---------------------------------------------------------------- several models (loop.py)
+
+# While another model has chats decoding, a model reads at most this many prompt tokens a step, so its long
+# prompt lets the other model's streams step between chunks of this size instead of the whole batch (512).
+# Intel VM, 2 cores, bundled Q4_1 reading a 1,900-token history beside its Q4_0 copy streaming
+# (`python -m engine.bench --models A,B --tabs 2`, docs/benchmarks.md "Several models"): the stream's gaps
+# median / max and the prompt's time, by cap: 512: 1,210 / 1,719 ms, 5.5 s; 256: 729 / 1,190 ms, 6.6 s;
+# 128: 458 / 600-716 ms, 6.6-7.4 s; 64: 268 / 1,642 ms, 9.8 s. 128 cuts the gaps by 60% for 20-35% on the
+# long prompt (which waits anyway); smaller chunks cost the reader more than they give the stream.
+PROMPT_TOKENS_BESIDE_OTHER_MODELS = 128
+
 # ---------------------------------------------------------------- prompt-lookup drafts (speculative.py)
 
 MAX_NGRAM = 3  # longest run of last tokens looked up: llama.cpp's n-gram drafts and transformers' default

@@ -41,6 +41,9 @@ class ScriptedLoader:
         self.sizes, self.replies = sizes, replies
         self.gates: dict[str, threading.Event] = {}
         self.forwards: list[str] = []  # every forward pass of every model, in order: the model's path
+        self.prompt_tokens: list[int] = []  # beside each: the tokens it read of prompts (not decoding)
+        self.step_gates: dict[str, threading.Event] = {}  # a model whose steps wait until its event is set
+        self.at_gate = threading.Event()  # set when a step has reached its gate
         self.closed: list[str] = []
 
     def need_bytes(self, config: ModelConfig) -> int:
@@ -55,7 +58,12 @@ class ScriptedLoader:
 
         class Runner(FakeRunner):
             def forward(self, work: Sequence[SlotWork]) -> dict[int, list[int]]:
+                gate = loader.step_gates.get(config.path)
+                if gate is not None:
+                    loader.at_gate.set()
+                    assert gate.wait(30), "the test never let this model step"
                 loader.forwards.append(config.path)
+                loader.prompt_tokens.append(sum(len(w.tokens) for w in work if len(w.tokens) > 1))
                 return super().forward(work)
 
             def close(self) -> None:
@@ -130,6 +138,31 @@ def test_models_with_work_step_in_turn(engine: EngineHarness, loader: ScriptedLo
     last_a = len(both) - 1 - both[::-1].index(A)
     together = both[: min(last_a, len(both) - 1 - both[::-1].index(B)) + 1]
     assert len(together) > 100 and all(x != y for x, y in zip(together, together[1:]))
+
+
+def test_a_long_prompt_comes_in_small_chunks_while_the_other_model_streams(engine: EngineHarness,
+                                                                          loader: ScriptedLoader) -> None:
+    from engine.tuning import PROMPT_TOKENS_BESIDE_OTHER_MODELS as CAP
+
+    load(engine, A), load(engine, B)
+    mark = engine.mark()
+    loader.step_gates[A] = threading.Event()  # A's first step waits until B's prompt is in too
+    engine.loop.send(Submit("a", ask("long"), GREEDY, model=A))  # 300 tokens to stream
+    assert loader.at_gate.wait(30), "A's first step is under way (it reads A's prompt and samples)"
+    prompt = "y" * 900 + "|hi"
+    engine.loop.send(Submit("b", ask(prompt), GREEDY, model=B))
+    loader.step_gates[A].set()
+    engine.finished("a", mark, timeout=30), engine.finished("b", mark, timeout=30)
+    steps = list(zip(loader.forwards, loader.prompt_tokens))
+    last_a = max(i for i, (path, _) in enumerate(steps) if path == A)
+    b_reads = [tokens for path, tokens in steps[:last_a] if path == B and tokens]
+    assert sum(b_reads) == len(prompt) + 1 and len(b_reads) >= (len(prompt) + 1) // CAP, "read in chunks"
+    assert max(b_reads) <= CAP, "no step of B's prompt is larger than the cap while A streams"
+    mark, before = engine.mark(), len(loader.forwards)
+    other = "z" * 900 + "|hi"  # not B's last prompt, whose start it could reuse
+    engine.loop.send(Submit("b2", ask(other), GREEDY, model=B))  # alone now: the whole prompt in one step
+    engine.finished("b2", mark, timeout=30)
+    assert max(loader.prompt_tokens[before:]) == len(other) + 1
 
 
 def test_a_load_does_not_stop_the_other_model_and_turns_for_it_wait_for_it(engine: EngineHarness,
