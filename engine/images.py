@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+from pathlib import Path
 
 from engine.protocol import IMAGE_TYPES, ImagePart, ModelInfo
 
@@ -61,10 +62,26 @@ def from_url(url: str) -> ImagePart:
 def cannot_see(info: ModelInfo) -> str:
     """Why this model takes no pictures, for a person."""
     if info.backend == "llamacpp":
-        return f"This model cannot see images: no vision projector (mmproj) next to {info.name}"
+        projector = projector_beside(info.path)
+        found = f"{projector} is next to it, but " if projector else ""
+        return (f"This model cannot see images: {found}Hearth does not read llama.cpp vision projectors (mmproj) "
+                f"yet; for pictures load a transformers vision model folder (LLaVA, Idefics3/SmolVLM) instead of "
+                f"{info.name}")
     if info.backend == "remote":
         return f"This model cannot see images: images are not sent to remote servers ({info.name})"
     return f"This model cannot see images: {info.name} has no vision encoder"
+
+
+def projector_beside(model_path: str) -> str:
+    """The name of a vision projector file (mmproj-*.gguf, as llama.cpp's repos ship them) in the model's folder."""
+    folder = Path(model_path).parent if model_path else None
+    if folder is None or not folder.is_dir():
+        return ""
+    try:
+        names = sorted(p.name for p in folder.iterdir() if p.suffix.lower() == ".gguf" and "mmproj" in p.name.lower())
+    except OSError:
+        return ""
+    return names[0] if names else ""
 
 
 def can_see(info: ModelInfo) -> bool:
