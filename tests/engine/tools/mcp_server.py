@@ -2,6 +2,8 @@
 
 Tools: add two numbers, read a file from FOLDER, sleep, raise, return 1 MB of text, exit the
 process (a server that crashes mid-call), and say an environment variable (what the server was given).
+With HEARTH_TEST_CALL_LOG set (in the server's env), each `add` that runs appends a line there: a
+test can see that a call never ran even after the app that started the server was killed.
 """
 
 from __future__ import annotations
@@ -20,6 +22,10 @@ server = MCPServer("test-tools")
 
 @server.tool(description="Add two numbers.")
 def add(a: float, b: float) -> str:
+    log = os.environ.get("HEARTH_TEST_CALL_LOG")
+    if log:
+        with open(log, "a", encoding="utf-8") as calls:
+            calls.write(f"add {a} {b}\n")
     return str(a + b)
 
 
