@@ -5,6 +5,8 @@ The same scripted engine and SDK-written stdio server as tests/app/chat/test_too
 
 from __future__ import annotations
 
+from typing import Any
+
 from PySide6.QtCore import Qt
 
 from app.chat.tool_card import ToolCallCard, ToolResultCard
@@ -14,7 +16,7 @@ from tests.app.helpers import LONG, wait_restored
 
 # test_tools.py's fixtures (the one started server of this module, the window whose mcp.json names it)
 tool_folder, shared_manager, tools_window = test_tools.tool_folder, test_tools.shared_manager, test_tools.tools_window
-_ask = test_tools._ask
+_ask, ADD = test_tools._ask, test_tools.ADD
 
 
 def _call_cards(tab) -> list[ToolCallCard]:  # type: ignore[no-untyped-def]
@@ -101,3 +103,36 @@ def test_a_folded_result_is_cut_at_a_line_and_its_ellipsis_never_follows_a_full_
     assert ".…" not in hours.result.text() + rain.result.text()
     hours.show_all.click()
     assert hours.result.text() == days + "\n"
+
+
+def test_regenerate_after_a_call_reuses_its_result_and_a_new_call_asks_again(qtbot, tools_window, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    window = tools_window()
+    wait_restored(qtbot, window)
+    bridge = window.bridge
+    tab = _ask(qtbot, window)
+    bridge.call_tools(tab.chat_id, ADD)
+    qtbot.mouseClick(_call_cards(tab)[0].allow_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: len(bridge.submitted) == 2, timeout=LONG)
+    bridge.answer(tab.chat_id, "It is 5.")
+    calls: list[tuple[object, ...]] = []
+    service = window.tool_service
+    original = service.call
+
+    def recorded(*args: Any) -> Any:
+        calls.append(args)
+        return original(*args)
+
+    monkeypatch.setattr(service, "call", recorded)
+    tab.regenerate()
+    qtbot.waitUntil(lambda: len(bridge.submitted) == 3, timeout=LONG)
+    sent = bridge.submitted[-1][1]
+    assert [(m.role, m.content) for m in sent[-3:]] == [("user", "What is 2 + 3?"), ("assistant", ""), ("tool", "5.0")]
+    assert calls == [], "the answer is asked again from the stored result: the tool does not run again"
+    again = ToolCall("call_again", "add", '{"a": 2, "b": 3}')
+    bridge.call_tools(tab.chat_id, again)  # the new answer calls the tool once more: that call asks first
+    waiting = [card for card in _call_cards(tab) if card.waiting]
+    assert len(waiting) == 1 and not waiting[0].allow_button.isHidden() and calls == []
+    assert len(bridge.submitted) == 3, "nothing is sent before the user answers the card"
+    qtbot.mouseClick(waiting[0].allow_button, Qt.MouseButton.LeftButton)  # allowed: now it runs, once
+    qtbot.waitUntil(lambda: len(bridge.submitted) == 4, timeout=LONG)
+    assert [(server, tool) for _, server, tool, _ in calls] == [("test", "add")]
