@@ -25,13 +25,12 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QPushButton,
-    QToolButton,
     QWidget,
 )
 
 from app.chat.attachment_worker import DocumentWorker, ReadFile
 from app.chat.flow_layout import FlowLayout
-from app.chat.pictures import PictureChip, clipboard_picture, is_picture_file, read_picture
+from app.chat.pictures import PictureChip, clipboard_picture, is_picture_file, read_picture, remove_button
 from engine.documents.index import DocumentIndex, index_path
 from engine.documents.prompt import Attachment, assemble, plan, room_left
 from engine.images import ImageError, can_see, cannot_see
@@ -62,11 +61,7 @@ class AttachmentChip(QFrame):
         self.error = ""
         self.setFrameShape(QFrame.Shape.StyledPanel)
         self.label = QLabel(f"{name} · reading…", self)
-        close = QToolButton(self)
-        close.setText("×")
-        close.setAutoRaise(True)
-        close.setToolTip(f"Remove {name}")
-        close.clicked.connect(lambda: self.remove_requested.emit(self.key))
+        close = remove_button(self, name, lambda: self.remove_requested.emit(self.key))
         layout = QHBoxLayout(self)
         layout.setContentsMargins(6, 2, 2, 2)
         layout.addWidget(self.label)

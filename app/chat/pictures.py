@@ -9,7 +9,7 @@ refuses to send rather than drop the picture.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from PySide6.QtCore import QBuffer, QIODevice, QMimeData, Qt, Signal
@@ -79,6 +79,16 @@ def describe(image: ImagePart) -> str:
     return f"{kind}, {amount}"
 
 
+def remove_button(chip: QWidget, name: str, remove: Callable[[], None]) -> QToolButton:
+    """A chip's "×": it removes the attachment `name` (documents' and pictures' chips alike)."""
+    button = QToolButton(chip)
+    button.setText("×")
+    button.setAutoRaise(True)
+    button.setToolTip(f"Remove {name}")
+    button.clicked.connect(remove)
+    return button
+
+
 class PictureChip(QFrame):
     """One picture the next message takes: its thumbnail, name and size, or why it cannot go."""
 
@@ -96,11 +106,7 @@ class PictureChip(QFrame):
             self.preview.setPixmap(thumbnail(image, CHIP_THUMBNAIL_PX))
         self.preview.setVisible(image is not None)
         self.label = QLabel(self)
-        close = QToolButton(self)
-        close.setText("×")
-        close.setAutoRaise(True)
-        close.setToolTip(f"Remove {name}")
-        close.clicked.connect(lambda: self.remove_requested.emit(self.key))
+        close = remove_button(self, name, lambda: self.remove_requested.emit(self.key))
         layout = QHBoxLayout(self)
         layout.setContentsMargins(4, 2, 2, 2)
         layout.addWidget(self.preview)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from PySide6.QtCore import QMimeData, QPoint, QPointF, Qt, QUrl
 from PySide6.QtGui import QDragEnterEvent, QDropEvent, QGuiApplication, QImage, QKeySequence
-from PySide6.QtWidgets import QApplication
+from PySide6.QtWidgets import QApplication, QToolButton
 
 from app.chat.pictures import CANNOT_SEE
 from tests.app.scripted_bridge import model_info
@@ -61,8 +61,10 @@ def test_a_model_that_cannot_see_refuses_and_keeps_everything(qtbot, scripted_wi
     assert window.bridge.submitted == []
     assert tab.input.toPlainText() == "What is this?" and len(tab.attachments.pictures) == 1
     assert tab.reason.isVisible() and tab.reason.text().endswith("nothing was sent.")
-    chip.remove_requested.emit(chip.key)  # the user takes the picture away: the text goes alone
-    assert not tab.reason.isVisible()
+    (close,) = chip.findChildren(QToolButton)  # the user takes the picture away with its "×": the text goes alone
+    assert (close.text(), close.toolTip()) == ("×", "Remove red.webp")
+    qtbot.mouseClick(close, Qt.MouseButton.LeftButton)
+    assert tab.attachments.pictures == {} and not tab.reason.isVisible()
     tab.send()
     assert window.bridge.submitted[-1][1][-1].images == ()
 

@@ -9,22 +9,13 @@ from typing import Any
 
 from PySide6.QtCore import Qt
 
-from app.chat.tool_card import ToolCallCard, ToolResultCard
 from engine.protocol import ToolCall
 from tests.app.chat import test_tools
 from tests.app.helpers import LONG, wait_restored
 
 # test_tools.py's fixtures (the one started server of this module, the window whose mcp.json names it)
 tool_folder, shared_manager, tools_window = test_tools.tool_folder, test_tools.shared_manager, test_tools.tools_window
-_ask, ADD = test_tools._ask, test_tools.ADD
-
-
-def _call_cards(tab) -> list[ToolCallCard]:  # type: ignore[no-untyped-def]
-    return tab.view.findChildren(ToolCallCard)
-
-
-def _results(tab) -> list[ToolResultCard]:  # type: ignore[no-untyped-def]
-    return [card for card in tab.view.cards() if isinstance(card, ToolResultCard)]
+_ask, ADD, _call_cards, _results = test_tools._ask, test_tools.ADD, test_tools._call_cards, test_tools._results
 
 
 def test_a_call_that_ran_because_its_tool_is_always_allowed_keeps_saying_so_live_and_restored(qtbot, tools_window) -> None:  # type: ignore[no-untyped-def]
