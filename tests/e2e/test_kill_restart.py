@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
@@ -17,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.engine.remote.sse_server import FakeServer
+from tests.peek import peek
 
 ROOT = Path(__file__).resolve().parents[2]
 PROMPT = "Write a very long story about a lighthouse keeper."
@@ -29,19 +29,8 @@ def app_env(tmp_path: Path) -> dict[str, str]:
 
 def streaming_answer(database: Path, part: str = "text") -> str:
     """The text (or reasoning) saved so far of an answer still streaming, read without disturbing the writer ("" if none)."""
-    if not database.exists():
-        return ""
-    try:
-        db = sqlite3.connect(f"file:{database}?mode=ro", uri=True, timeout=1)
-    except sqlite3.Error:
-        return ""
-    try:
-        row = db.execute(f"SELECT {part} FROM messages WHERE role = 'assistant' AND state = 'streaming'"
-                         f" AND length({part}) > 0").fetchone()
-    except sqlite3.Error:  # the file is being created: try again
-        return ""
-    finally:
-        db.close()
+    row = peek(database, f"SELECT {part} FROM messages WHERE role = 'assistant' AND state = 'streaming'"
+                         f" AND length({part}) > 0")
     return row[0] if row else ""
 
 

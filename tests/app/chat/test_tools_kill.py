@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -28,6 +27,7 @@ from engine.protocol import ToolCall
 from engine.tools.config import config_text
 from tests.app.helpers import LONG, wait_restored
 from tests.engine.tools.conftest import stdio_server
+from tests.peek import peek
 
 REPO = Path(__file__).resolve().parents[3]
 QUESTION = "What is 7 + 8?"
@@ -73,19 +73,8 @@ sys.exit(app.exec())
 
 def _saved_call(database: Path, chat_id: str) -> str:
     """The tool calls of the chat's answer as the history database holds them ("" until saved)."""
-    if not database.exists():
-        return ""
-    try:
-        db = sqlite3.connect(f"file:{database}?mode=ro", uri=True, timeout=1)
-    except sqlite3.Error:
-        return ""
-    try:
-        row = db.execute("SELECT tool_calls FROM messages WHERE chat_id = ? AND role = 'assistant'"
-                         " AND tool_calls != '[]'", (chat_id,)).fetchone()
-    except sqlite3.Error:  # the file is being created: try again
-        return ""
-    finally:
-        db.close()
+    row = peek(database, "SELECT tool_calls FROM messages WHERE chat_id = ? AND role = 'assistant'"
+                         " AND tool_calls != '[]'", (chat_id,))
     return str(row[0]) if row else ""
 
 
