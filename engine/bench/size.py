@@ -22,11 +22,12 @@ PARTS = ("limits", "decode", "prompt", "memory", "highlevel", "peer", "steps")
 TABS = (1, 4, 8)
 CONTEXT = 4096  # per chat: a 2,048-token prompt and its answer fit
 PROMPT_NOTES = 76  # notes of ~27 tokens: a prompt of about 2,048 tokens
+FILL_NOTES = 146  # about 3,950 tokens: one chat's cache nearly full, its prompt read at the widest attention
 
 
-def long_prompt() -> Submit:
-    text = " ".join(_note(day) for day in range(1, PROMPT_NOTES + 1))
-    return Submit("prompt-2048", (ChatMessage("user", f"Please remember these notes. {text}"),),
+def long_prompt(notes: int = PROMPT_NOTES, chat_id: str = "prompt-2048") -> Submit:
+    text = " ".join(_note(day) for day in range(1, notes + 1))
+    return Submit(chat_id, (ChatMessage("user", f"Please remember these notes. {text}"),),
                   SamplingParams(temperature=0, repeat_penalty=1.0, max_new_tokens=1))
 
 
@@ -67,7 +68,8 @@ def _engine_parts(config: ModelConfig, parts: set[str], max_tokens: int) -> dict
 
     from engine.bench.report import memory_figures
 
-    process, row = psutil.Process(), {}
+    process = psutil.Process()
+    row: dict[str, Any] = {}
     bench = Bench()
     bench.loop.start()
     try:
@@ -81,6 +83,11 @@ def _engine_parts(config: ModelConfig, parts: set[str], max_tokens: int) -> dict
             row.update(_decode(bench, max_tokens))
         if "prompt" in parts:
             row.update(_prompt(bench))
+        if "memory" in parts:
+            # the estimate is for chats at their full context: one chat's prompt read to nearly all of it
+            filled = bench.serve([long_prompt(FILL_NOTES, "fill")])[0]
+            bench.loop.send(CloseChat("fill"))
+            row["filled_tokens"] = filled.prompt_tokens
         full = process.memory_info().rss - before
     finally:
         bench.loop.shutdown()

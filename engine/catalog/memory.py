@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from engine.catalog.description import ModelDescription
+from engine.catalog.flash_rule import llamacpp_flash_attention
 from engine.catalog.prompt_copy_rule import (
     PROMPT_COPY_BYTES_PER_PARAM,
     prompt_copy_wanted,
@@ -127,7 +128,7 @@ def _estimate_llamacpp(model: ModelDescription, config: ModelConfig, on_gpu: boo
     if output_on_gpu:
         gpu_weights += model.output_bytes
     share = layers / model.layers if model.layers else 0.0
-    cpu_overhead, gpu_overhead = _llamacpp_overhead(model, config, cells, layers > 0, output_on_gpu)
+    cpu_overhead, gpu_overhead = _llamacpp_overhead(model, config, layers > 0, output_on_gpu)
     gpu = gpu_weights + int(kv * share) + gpu_overhead
     # The layers left on the CPU hold their Q4_0/Q4_K/IQ4_NL matrices twice: mapped from the file and
     # repacked (Q4_0 copy of the default model: 163 MiB of weights resident against 104 plain).
@@ -145,7 +146,7 @@ def _gpu_layer_count(model: ModelDescription, gpu_layers: int) -> int:
     return model.layers if gpu_layers < 0 else min(gpu_layers, model.layers)
 
 
-def _llamacpp_overhead(model: ModelDescription, config: ModelConfig, cells: int, any_gpu: bool,
+def _llamacpp_overhead(model: ModelDescription, config: ModelConfig, any_gpu: bool,
                        output_on_gpu: bool) -> tuple[int, int]:
     """Runtime bytes besides weights and KV cache: (in RAM, on the GPU).
 
@@ -154,14 +155,18 @@ def _llamacpp_overhead(model: ModelDescription, config: ModelConfig, cells: int,
     metadata pages (mapped with the weights), one logits row per slot, and the
     activations of one micro-batch that a real step touches (~17 floats per
     embedding dimension per token with flash attention). Without flash attention
-    the attention scores of a full cache (cells x heads x micro-batch) come on top.
+    (what "auto" takes on the CPU, catalog/flash_rule.py) the attention scores of a
+    micro-batch over one chat's full cache (micro-batch x context length x heads, F32)
+    come on top: each chat has a cache stream of its own, so a micro-batch's tokens
+    attend over their own chat's cells only (random 1B shape, 2,048 cells filled: RSS
+    128 MiB over the estimate that left them out, docs/benchmarks.md).
     On a GPU the compute buffer is allocated whole (logits of a full micro-batch),
     plus the CUDA context; those two are the rule of thumb, not measured here.
     """
     ubatch = min(config.batch_tokens, LLAMA_UBATCH)
     activations = ubatch * model.embedding_length * 4 * ACTIVATION_FLOATS_PER_DIM
-    if config.flash_attention == "off":
-        activations += ubatch * cells * model.heads * 4
+    if llamacpp_flash_attention(config, any_gpu) == "off":
+        activations += ubatch * config.context_length * model.heads * 4
     runtime = LLAMA_RUNTIME_BYTES + max(model.file_bytes - model.tensor_bytes, 0) + model.vocab_size * 4 * config.slots
     if not any_gpu:
         return runtime + activations, 0

@@ -11,7 +11,7 @@ import gguf
 import pytest
 
 from engine import bench
-from engine.bench import shapes
+from engine.bench import shapes, size
 from engine.bench.limits import bytes_per_token, flop_per_token
 from engine.bench.size import size_table
 from engine.gpucheck.randgguf import LlamaShape, shape_of
@@ -114,6 +114,7 @@ def test_a_tiny_size_run_writes_the_row_of_every_part(tmp_path: Path, capsys: py
         "tiny", "Q8_0").stat().st_size
     assert set(row["decode_tok_s"]) == {"1", "4", "8"} and min(row["decode_tok_s"].values()) > 0
     assert 1900 < row["prompt_tokens"] < 2200 and row["prompt_tok_s"] > 0
+    assert 3800 < row["filled_tokens"] < size.CONTEXT  # one chat filled nearly to its context for the memory figure
     assert row["highlevel_tok_s"] > 0 and 0 < row["ttft_ms_p50_4"] <= row["ttft_ms_p99_4"]
     assert set(row["step_cost_ratio"]) == {"1", "2", "4", "8"} and min(row["step_cost_ratio"].values()) > 0
     assert row["estimated_bytes"] > 0 and set(row["estimate_error"]) == {"after_load", "kv_full"}

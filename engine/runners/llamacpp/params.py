@@ -15,6 +15,7 @@ from typing import Callable
 
 import llama_cpp
 
+from engine.catalog.flash_rule import llamacpp_flash_attention
 from engine.protocol import ModelConfig
 from engine.tuning import (
     GENERATION_IDLE_BELOW_CPUS,
@@ -34,21 +35,9 @@ FLASH_ATTENTION = {
 
 
 def flash_attention_type(config: ModelConfig, weights_on_gpu: bool) -> int:
-    """What "auto" means here: off on the CPU with an f16 cache, on with a quantized cache, llama.cpp's
-    own choice on a GPU.
-
-    On the CPU llama.cpp's flash-attention kernel generates more slowly after a long prompt than the
-    plain one (docs/benchmarks.md), and chats spend most of their time generating; a quantized V cache
-    works only with flash attention; on a GPU it is the fast kernel, so llama.cpp decides there. The
-    rounding differs a little between the two kernels; the runner tests hold under both.
-    """
-    if config.flash_attention != "auto":
-        return FLASH_ATTENTION[config.flash_attention]
-    if config.kv_cache_type != "f16":
-        return llama_cpp.LLAMA_FLASH_ATTN_TYPE_ENABLED
-    if weights_on_gpu:
-        return llama_cpp.LLAMA_FLASH_ATTN_TYPE_AUTO
-    return llama_cpp.LLAMA_FLASH_ATTN_TYPE_DISABLED
+    """llama.cpp's constant for catalog/flash_rule.py's choice (the estimate counts by the same rule)."""
+    choice = llamacpp_flash_attention(config, weights_on_gpu)
+    return llama_cpp.LLAMA_FLASH_ATTN_TYPE_AUTO if choice == "llama.cpp" else FLASH_ATTENTION[choice]
 
 
 def context_params(config: ModelConfig, context_length: int, weights_on_gpu: bool) -> llama_cpp.llama_context_params:

@@ -52,7 +52,9 @@ def test_default_model_estimate_by_hand(default_model: str) -> None:
     assert result.kv_cache_bytes == 377_487_360
     assert result.weights_bytes == model.tensor_bytes
     # runtime 16 MiB + GGUF metadata pages + logits of 4 slots + 512 tokens x 576 dims x 17 floats x 4 bytes
-    overhead = 16 * MiB + (model.file_bytes - model.tensor_bytes) + 49152 * 4 * 4 + 512 * 576 * 17 * 4
+    # + without flash attention ("auto" on the CPU) one chat's scores: 512 tokens x 4,096 cells x 9 heads x 4 bytes
+    overhead = (16 * MiB + (model.file_bytes - model.tensor_bytes) + 49152 * 4 * 4 + 512 * 576 * 17 * 4
+                + 512 * 4096 * 9 * 4)
     assert result.overhead_bytes == overhead
     assert result.gpu_bytes == 0 and result.cpu_bytes == result.total_bytes
 
@@ -91,6 +93,25 @@ def test_changing_context_slots_or_kv_type_changes_the_estimate() -> None:
     assert len(totals) == 4
 
 
+def test_without_flash_attention_one_chats_attention_scores_are_counted_as_auto_runs_it() -> None:
+    """On the CPU with an f16 cache "auto" runs without flash attention (catalog/flash_rule.py, the
+    runner's rule too), so a long prompt's micro-batch keeps its scores over its own chat's stream:
+    512 tokens x 4,096 cells x 8 heads x 4 bytes, once however many chats there are."""
+    def overhead(**change: object) -> int:
+        config = dataclasses.replace(ModelConfig(path="toy.gguf", context_length=4096, slots=4, device="cpu"),
+                                     **change)
+        return estimate(TOY_GGUF, config, has_gpu=False, total_memory=RAM).overhead_bytes
+
+    scores = 512 * 4096 * 8 * 4
+    assert overhead() == overhead(flash_attention="off") == overhead(flash_attention="on") + scores
+    assert overhead(slots=8) - overhead(slots=8, flash_attention="on") == scores  # one chat's stream, not all
+    assert overhead(kv_cache_type="q8_0") == overhead(kv_cache_type="q8_0", flash_attention="on")  # auto: on
+    on_gpu = ModelConfig(path="toy.gguf", context_length=4096, slots=4, device="auto", gpu_layers=-1)
+    gpu = estimate(TOY_GGUF, on_gpu, has_gpu=True, total_memory=RAM).gpu_bytes
+    assert gpu == estimate(TOY_GGUF, dataclasses.replace(on_gpu, flash_attention="on"), has_gpu=True,
+                           total_memory=RAM).gpu_bytes  # on a GPU llama.cpp chooses: its fast kernel
+
+
 def test_hf_weights_by_hand_for_each_quantization() -> None:
     def weights(**change: object) -> int:
         config = dataclasses.replace(ModelConfig(path="toy", backend="hf", context_length=256, slots=1), **change)
@@ -115,7 +136,8 @@ def test_hf_weights_by_hand_for_each_quantization() -> None:
 
 
 def test_verdict_levels_and_suggestions() -> None:
-    result = estimate(TOY_GGUF, ModelConfig(path="toy.gguf", context_length=32768, slots=4, prompt_copy="off"), has_gpu=False, total_memory=RAM)
+    result = estimate(TOY_GGUF, ModelConfig(path="toy.gguf", context_length=32768, slots=4, prompt_copy="off",
+                                            flash_attention="on"), has_gpu=False, total_memory=RAM)
     need = result.total_bytes
     assert verdict(result, free_bytes=4 * need, total_bytes=8 * need).level == "fits"
     assert verdict(result, free_bytes=4 * need, total_bytes=8 * need).suggestion == ""
