@@ -22,7 +22,7 @@ PARTS = ("limits", "decode", "prompt", "memory", "highlevel", "peer", "steps")
 TABS = (1, 4, 8)
 CONTEXT = 4096  # per chat: a 2,048-token prompt and its answer fit
 PROMPT_NOTES = 76  # notes of ~27 tokens: a prompt of about 2,048 tokens
-FILL_NOTES = 146  # about 3,950 tokens: one chat's cache nearly full, its prompt read at the widest attention
+FILL_NOTES = 146  # 3,905 tokens (bundled tokenizer): one chat's cache nearly full, read at its widest attention
 
 
 def long_prompt(notes: int = PROMPT_NOTES, chat_id: str = "prompt-2048") -> Submit:
