@@ -48,6 +48,16 @@ def default_model() -> str:
     return str(path)
 
 
+@pytest.fixture(scope="session")
+def requantized_model(default_model: str, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The default GGUF requantized to Q4_0 by llama.cpp: a second real model (another file, other weights),
+    for the engine's two-model tests and the window's Compare."""
+    from tests.engine.quantcheck.gguf_copies import requantize
+
+    made, _ = requantize(default_model, tmp_path_factory.mktemp("requantized"), ("Q4_0",))
+    return made["Q4_0"]
+
+
 @pytest.fixture(scope="session", autouse=True)
 def cache_folder(tmp_path_factory: pytest.TempPathFactory) -> str:
     """Copies the runners make (the prompt reader's F32 weights) go to one folder per test run, not the

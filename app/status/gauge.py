@@ -287,11 +287,20 @@ class GaugeWidget(QFrame):
             self._popup = QLabel(self, Qt.WindowType.Popup)
             self._popup.setMargin(10)
             self._popup.setTextFormat(Qt.TextFormat.RichText)
+            self._popup.setWordWrap(True)  # a long value (a file's path, the GPU note) wraps in its cell
         self._popup.setText(self.details_html())
-        self._popup.adjustSize()
+        self._popup.setMaximumWidth(16777215)  # measure the unwrapped width, then wrap to at most the cap
+        width = min(self._popup.sizeHint().width(), POPUP_MAX_WIDTH)
+        self._popup.setMaximumWidth(POPUP_MAX_WIDTH)
+        # resize, not adjustSize: that caps a top-level window at 2/3 of the screen and cuts the rest
+        self._popup.resize(width, self._popup.heightForWidth(width))
         corner = self.mapToGlobal(self.rect().topRight())
-        self._popup.move(corner.x() - self._popup.width(), corner.y() - self._popup.height() - 4)
+        top = self.screen().availableGeometry().top()  # many models: it starts at the screen's top, not above it
+        self._popup.move(corner.x() - self._popup.width(), max(top, corner.y() - self._popup.height() - 4))
         self._popup.show()
+
+
+POPUP_MAX_WIDTH = 640  # px; wider values wrap
 
 
 def _table(rows: list[tuple[str, str]]) -> str:

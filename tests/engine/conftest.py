@@ -19,15 +19,6 @@ def templateless_model(default_model: str, tmp_path_factory: pytest.TempPathFact
 
 
 @pytest.fixture(scope="session")
-def requantized_model(default_model: str, tmp_path_factory: pytest.TempPathFactory) -> str:
-    """The default GGUF requantized to Q4_0 by llama.cpp: a second real model (another file, other weights)."""
-    from tests.engine.quantcheck.gguf_copies import requantize
-
-    made, _ = requantize(default_model, tmp_path_factory.mktemp("requantized"), ("Q4_0",))
-    return made["Q4_0"]
-
-
-@pytest.fixture(scope="session")
 def vision_model(tmp_path_factory: pytest.TempPathFactory) -> str:
     """A tiny LLaVA folder built in code (tests/engine/runners/hf/tiny_vision.py), once per session."""
     pytest.importorskip("transformers")

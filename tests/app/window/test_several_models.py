@@ -155,3 +155,24 @@ def test_each_tab_offers_thinking_by_its_own_model_not_the_one_loaded_last(qtbot
     assert first.model_info().path == DEFAULT
     first.set_model_ready(True)  # the window refreshing every tab must not hand it the other model's switch
     assert first.think_control.capabilities == ()
+
+
+def test_the_details_popup_wraps_long_values_and_shows_every_row(qtbot, scripted_window) -> None:
+    from app.status.gauge import POPUP_MAX_WIDTH
+
+    window = scripted_window()
+    folder = "/models/" + "a-folder-with-a-long-name/" * 8
+    others = [model_info(f"{folder}other-{n}-Q8_0.gguf", name=f"Other model {n}") for n in range(4)]
+    for info in others:
+        window.bridge.finish_loading(info)
+    window.bridge.stats(tokens_per_second=40.0, budget_bytes=8 << 30,
+                        models=(*map(model_stats, others), model_stats(model_info())))
+    long_path = others[-1].path
+    window.gauge.show_details()
+    popup = window.gauge._popup
+    assert popup is not None and popup.isVisible()
+    assert popup.width() <= POPUP_MAX_WIDTH, "a long path wraps instead of widening the popup"
+    # every row is there: the popup is as tall as its wrapped text (Qt's adjustSize would cut it at 2/3 of the screen)
+    assert popup.height() >= popup.heightForWidth(popup.width()) > 0
+    assert "Budget" in popup.text() and long_path in popup.text()
+    popup.close()
