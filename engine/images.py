@@ -11,7 +11,7 @@ import binascii
 import re
 from pathlib import Path
 
-from engine.protocol import IMAGE_TYPES, ImagePart, ModelInfo
+from engine.protocol import IMAGE_TYPES, ImagePart, ModelConfig, ModelInfo
 
 # A picture's place in rendered prompt text, by its bytes' sha256 (runners/hf/vision.py, runners/llamacpp/pictures.py):
 # private-use characters, which no chat text or template makes.
@@ -90,6 +90,14 @@ def projector_beside(model_path: str) -> str:
     except OSError:
         return ""
     return names[0] if names else ""
+
+
+def projector_path(config: ModelConfig) -> Path | None:
+    """The vision projector a llama.cpp model loads with: the config's, else an mmproj-*.gguf beside it; None where none."""
+    if config.mmproj:
+        return Path(config.mmproj)
+    name = projector_beside(config.path)
+    return Path(config.path).parent / name if name else None
 
 
 def can_see(info: ModelInfo) -> bool:

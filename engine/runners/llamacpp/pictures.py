@@ -25,11 +25,11 @@ import llama_cpp
 import numpy as np
 from llama_cpp import mtmd_cpp as mtmd
 
-from engine.images import MARK, MARK_PATTERN, MARK_START, projector_beside
+from engine.images import MARK, MARK_PATTERN, MARK_START, projector_path
 from engine.protocol import ChatMessage, ImagePart, ModelConfig
 from engine.runners.base import RunnerError, SlotWork
 
-__all__ = ["MARK_START", "LlamaPictures", "load_pictures", "projector_path"]
+__all__ = ["MARK_START", "LlamaPictures", "load_pictures"]
 
 
 @dataclass
@@ -39,14 +39,6 @@ class Picture:
     count: int  # image tokens: embedding rows
     chunk: Any  # mtmd_input_chunk_p, a copy of the image chunk until it is encoded
     embeddings: np.ndarray | None = None  # [count, n_embd]
-
-
-def projector_path(config: ModelConfig) -> Path | None:
-    """The projector to load: the config's, else an mmproj-*.gguf beside the model; None where none."""
-    if config.mmproj:
-        return Path(config.mmproj)
-    name = projector_beside(config.path)
-    return Path(config.path).parent / name if name else None
 
 
 def load_pictures(model: int, config: ModelConfig, threads: int, use_gpu: bool) -> LlamaPictures | None:
