@@ -311,10 +311,10 @@ class LlamaCppRunner:
     def _decode_text(self, tokens: list[int], start: int, slot: int) -> None:
         assert self._batch is not None
         self._batch.n_tokens = put_tokens(self._batch, 0, tokens, start, slot)
-        self._use_threads(self._threads[1])
         self._decode(self._batch)
 
     def _decode(self, batch: llama_cpp.llama_batch) -> None:
+        self._use_threads(self._threads[1])  # a picture's rows and the text before it are prompt reading
         result = llama_cpp.llama_decode(self._context, batch)
         if result == 1:
             raise CacheFull(f"The model's memory for this chat ({self.context_length:,} tokens) has no room left for "
