@@ -124,7 +124,10 @@ class LlamaPictures:
                 n = ctypes.c_size_t()
                 tokens = mtmd.mtmd_input_chunk_get_tokens_text(chunk, ctypes.byref(n))
                 expansion += [int(tokens[k]) for k in range(n.value)]
-            elif kind == mtmd.MTMD_INPUT_CHUNK_TYPE_IMAGE and image is None:
+            elif kind == mtmd.MTMD_INPUT_CHUNK_TYPE_IMAGE and image is not None:
+                mtmd.mtmd_input_chunk_free(image)
+                raise RunnerError("this projector cuts a picture into slices, which Hearth does not read yet")
+            elif kind == mtmd.MTMD_INPUT_CHUNK_TYPE_IMAGE:
                 count = int(mtmd.mtmd_input_chunk_get_n_tokens(chunk))
                 image = mtmd.mtmd_input_chunk_copy(chunk)
                 expansion += range(first, first + count)
