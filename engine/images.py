@@ -8,9 +8,16 @@ from __future__ import annotations
 
 import base64
 import binascii
+import re
 from pathlib import Path
 
-from engine.protocol import IMAGE_TYPES, ImagePart, ModelInfo
+from engine.protocol import IMAGE_TYPES, ImagePart, ModelConfig, ModelInfo
+
+# A picture's place in rendered prompt text, by its bytes' sha256 (runners/hf/vision.py, runners/llamacpp/pictures.py):
+# private-use characters, which no chat text or template makes.
+MARK_START = "\ue000image:"
+MARK = MARK_START + "{}\ue001"
+MARK_PATTERN = re.compile("\ue000image:([0-9a-f]{64})\ue001")
 
 
 class ImageError(ValueError):
@@ -63,10 +70,11 @@ def cannot_see(info: ModelInfo) -> str:
     """Why this model takes no pictures, for a person."""
     if info.backend == "llamacpp":
         projector = projector_beside(info.path)
-        found = f"{projector} is next to it, but " if projector else ""
-        return (f"This model cannot see images: {found}Hearth does not read llama.cpp vision projectors (mmproj) "
-                f"yet; for pictures load a transformers vision model folder (LLaVA, Idefics3/SmolVLM) instead of "
-                f"{info.name}")
+        if projector:
+            return (f"This model cannot see images: {projector} is next to it, but llama.cpp could not use it as a "
+                    f"vision projector for {info.name} (see the log)")
+        return (f"This model cannot see images: {info.name} has no vision projector. Put its mmproj-*.gguf file "
+                f"(from the model's download page) in the same folder and load the model again")
     if info.backend == "remote":
         return f"This model cannot see images: images are not sent to remote servers ({info.name})"
     return f"This model cannot see images: {info.name} has no vision encoder"
@@ -82,6 +90,14 @@ def projector_beside(model_path: str) -> str:
     except OSError:
         return ""
     return names[0] if names else ""
+
+
+def projector_path(config: ModelConfig) -> Path | None:
+    """The vision projector a llama.cpp model loads with: the config's, else an mmproj-*.gguf beside it; None where none."""
+    if config.mmproj:
+        return Path(config.mmproj)
+    name = projector_beside(config.path)
+    return Path(config.path).parent / name if name else None
 
 
 def can_see(info: ModelInfo) -> bool:

@@ -120,6 +120,7 @@ class ModelConfig:
     # long prompts read with an F32 copy of a quantized file, on the CPU (runners/llamacpp/prompt_copy.py);
     # auto: small models only, where it was measured to pay (engine/tuning.py: a copy of at most 1 GiB)
     prompt_copy: Literal["auto", "on", "off"] = "auto"
+    mmproj: str | None = None  # a vision projector GGUF; None: an mmproj-*.gguf in the model's folder, if any
     # transformers
     quantization: Literal["none", "int8", "nf4", "fp4"] = "none"
     double_quant: bool = False

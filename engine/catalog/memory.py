@@ -16,6 +16,7 @@ from engine.catalog.prompt_copy_rule import (
     PROMPT_COPY_BYTES_PER_PARAM,
     prompt_copy_wanted,
 )
+from engine.images import projector_path
 from engine.protocol import ModelConfig
 
 # The calibration (runtime bytes, activations, the GPU's extras) and where it was measured: engine/tuning.py.
@@ -133,13 +134,25 @@ def _estimate_llamacpp(model: ModelDescription, config: ModelConfig, on_gpu: boo
     # The layers left on the CPU hold their Q4_0/Q4_K/IQ4_NL matrices twice: mapped from the file and
     # repacked (Q4_0 copy of the default model: 163 MiB of weights resident against 104 plain).
     repacked = int(model.repacked_bytes * (1.0 - share))
+    projector = _projector_bytes(config)  # its weights load whole, on the GPU where the model's are
+    if layers > 0:
+        gpu += projector
     copy = 0
     if prompt_copy_wanted(config, layers > 0, model.quantization, model.n_params, total_memory)[0]:
         # F32 weights, one stream of context_length cells, the activations of a micro-batch with flash attention
         copy = (PROMPT_COPY_BYTES_PER_PARAM * model.n_params + kv // max(config.slots, 1)
                 + min(config.batch_tokens, LLAMA_UBATCH) * model.embedding_length * 4 * ACTIVATION_FLOATS_PER_DIM)
-    return Estimate(model.tensor_bytes + repacked, kv, cpu_overhead + gpu_overhead, gpu, cells, on_gpu, layers,
+    return Estimate(model.tensor_bytes + repacked + projector, kv, cpu_overhead + gpu_overhead, gpu, cells, on_gpu, layers,
                     model, config, repacked_bytes=repacked, prompt_copy_bytes=copy, total_memory=total_memory)
+
+
+def _projector_bytes(config: ModelConfig) -> int:
+    """The vision projector's file (mmproj-*.gguf beside the model, or the config's), 0 where there is none."""
+    path = projector_path(config)
+    try:
+        return path.stat().st_size if path is not None else 0
+    except OSError:
+        return 0
 
 
 def _gpu_layer_count(model: ModelDescription, gpu_layers: int) -> int:

@@ -1,5 +1,5 @@
-"""What a model that cannot see says: a llama.cpp model names the projector found beside it (which Hearth does not
-read yet) instead of asking for one, and every backend says what would work."""
+"""What a model that cannot see says: a llama.cpp model without a projector is asked for its mmproj-*.gguf beside
+it; one whose projector llama.cpp would not use names it; every backend says what would work."""
 
 from __future__ import annotations
 
@@ -16,19 +16,20 @@ def model_info(path: str, name: str, backend: Literal["llamacpp", "hf", "remote"
                      kv_cache_bytes=1, gpu_offload=False)
 
 
-def test_a_gguf_with_a_projector_beside_it_is_told_that_it_is_not_read_yet(tmp_path: Path) -> None:
+def test_a_gguf_is_asked_for_its_projector_or_told_which_one_failed(tmp_path: Path) -> None:
     model = tmp_path / "gemma-3-4b-it-Q4_K_M.gguf"
     model.write_bytes(b"GGUF")
     info = model_info(str(model), name="gemma-3-4b-it")
     assert projector_beside(str(model)) == ""
     alone = cannot_see(info)
-    assert "Hearth does not read llama.cpp vision projectors (mmproj) yet" in alone and "next to it" not in alone
+    assert alone == ("This model cannot see images: gemma-3-4b-it has no vision projector. Put its mmproj-*.gguf "
+                     "file (from the model's download page) in the same folder and load the model again")
     (tmp_path / "mmproj-gemma-3-4b-it-F16.gguf").write_bytes(b"GGUF")
     (tmp_path / "notes-mmproj.txt").write_text("not a projector")
     assert projector_beside(str(model)) == "mmproj-gemma-3-4b-it-F16.gguf"
     said = cannot_see(info)
-    assert said.startswith("This model cannot see images: mmproj-gemma-3-4b-it-F16.gguf is next to it, but Hearth")
-    assert said.endswith("transformers vision model folder (LLaVA, Idefics3/SmolVLM) instead of gemma-3-4b-it")
+    assert said == ("This model cannot see images: mmproj-gemma-3-4b-it-F16.gguf is next to it, but llama.cpp could "
+                    "not use it as a vision projector for gemma-3-4b-it (see the log)")
 
 
 def test_other_backends_and_a_missing_folder(tmp_path: Path) -> None:

@@ -24,6 +24,7 @@ import torch
 from engine.catalog.model_files import known_name
 from engine.chat_template import end_markers, render_chat
 from engine.detokenizer import OffsetDetokenizer
+from engine.images import MARK_START
 from engine.parsing.detect import detect_format
 from engine.protocol import (
     ChatMessage,
@@ -56,7 +57,7 @@ from engine.runners.hf.text import (
     single_token_ids,
     tokenizer_adds_bos,
 )
-from engine.runners.hf.vision import MARK_START, Pictures
+from engine.runners.hf.vision import Pictures
 
 GREEDY = SamplingParams(temperature=0.0, repeat_penalty=1.0)
 

@@ -18,18 +18,14 @@ from __future__ import annotations
 import hashlib
 import inspect
 import io
-import re
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Sequence
 
 import torch
 
+from engine.images import MARK, MARK_PATTERN
 from engine.protocol import ChatMessage, ImagePart
 from engine.runners.base import RunnerError
-
-MARK_START = "\ue000image:"
-MARK = MARK_START + "{}\ue001"  # private-use characters: no chat text or template makes them
-MARK_PATTERN = re.compile("\ue000image:([0-9a-f]{64})\ue001")
 
 
 @dataclass

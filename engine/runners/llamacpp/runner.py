@@ -20,7 +20,15 @@ from engine.chat_template import end_markers, render_chat
 from engine.constraints.slots import spare_core
 from engine.detokenizer import ByteDetokenizer
 from engine.parsing.detect import detect_format
-from engine.protocol import ChatMessage, Constraint, ModelConfig, ModelInfo, SamplingParams, TokenLogprob, ToolSpec
+from engine.protocol import (
+    ChatMessage,
+    Constraint,
+    ModelConfig,
+    ModelInfo,
+    SamplingParams,
+    TokenLogprob,
+    ToolSpec,
+)
 from engine.runners.base import (
     PENALTY_LAST_N,
     CacheFull,
@@ -41,6 +49,7 @@ from engine.runners.llamacpp.load import (
     load_model,
 )
 from engine.runners.llamacpp.params import GenerationThreads
+from engine.runners.llamacpp.pictures import MARK_START, LlamaPictures, load_pictures
 from engine.runners.llamacpp.prompt_copy import PromptReader
 from engine.runners.llamacpp.prompt_reading import prompt_reader
 from engine.runners.llamacpp.rows import SampledRows
@@ -51,7 +60,8 @@ class LlamaCppRunner:
     """Owns the model, the context, the batch and one sampler chain per slot."""
 
     def __init__(
-        self, model: int, context: int, info: ModelInfo, config: ModelConfig, reader: PromptReader | None = None
+        self, model: int, context: int, info: ModelInfo, config: ModelConfig, reader: PromptReader | None = None,
+        pictures: LlamaPictures | None = None,
     ) -> None:
         self._model: int | None = model
         self._context: int | None = context
@@ -87,7 +97,9 @@ class LlamaCppRunner:
                                            self._bos_text, self._eos_text)
         # The markers the parser reads are shown even where they are control tokens; other control tokens not.
         self._shown_controls = {self._tokens(text)[0] for text in self.output_format.marker_texts}
-        self.info = dataclasses.replace(info, capabilities=self.output_format.capabilities)
+        self.pictures = pictures  # a vision projector's context (pictures.py), or None
+        vision = ("vision",) if pictures is not None else ()
+        self.info = dataclasses.replace(info, capabilities=(*self.output_format.capabilities, *vision))
         self._rows = SampledRows(self._vocab, self._n_vocab, self.is_end_of_generation, self._piece)
         # A recurrent state cannot drop positions (llama_memory_seq_rm fails): not a rejected draft's,
         # not the tail past a copied prompt start.
@@ -119,13 +131,16 @@ class LlamaCppRunner:
         context_length = min(config.context_length, trained) if trained > 0 else config.context_length
         weights_on_gpu = placement(config, llama_log().since(mark))[1]
         context = create_context(model, path, config, context_length, weights_on_gpu)
-        reader = None
+        reader = pictures = None
         try:
             cells = int(llama_cpp.llama_n_ctx(context))
             info = build_info(model, path, config, context_length, cells, llama_log().since(mark))
             reader, info = prompt_reader(model, context, path, config, context_length, info, weights_on_gpu, progress)
-            return cls(model, context, info, config, reader)
+            pictures = load_pictures(model, config, int(llama_cpp.llama_n_threads_batch(context)), weights_on_gpu)
+            return cls(model, context, info, config, reader, pictures)
         except BaseException:
+            if pictures is not None:
+                pictures.close()
             if reader is not None:
                 reader.close()
             llama_cpp.llama_free(context)
@@ -135,11 +150,16 @@ class LlamaCppRunner:
 
     def render_chat(self, messages: Sequence[ChatMessage], tools: Sequence[ToolSpec] = (),
                     options: Sequence[tuple[str, str]] = ()) -> str:
+        if self.pictures is not None:  # each picture becomes a marker that tokenize() expands
+            messages = self.pictures.render(messages)
         return render_chat(self._template, messages, self._bos_text, self._eos_text, tools, options)
 
     def tokenize(self, text: str) -> list[int]:
         # A template that writes the BOS text itself must not get a second BOS.
         writes_bos = bool(self._bos_text) and text.startswith(self._bos_text)
+        if self.pictures is not None and MARK_START in text:
+            return self.pictures.tokenize(
+                text, lambda piece, first: self._tokens(piece, add_special=first and not (self._adds_bos and writes_bos)))
         return self._tokens(text, add_special=not (self._adds_bos and writes_bos))
 
     def _tokens(self, text: str, add_special: bool = False) -> list[int]:
@@ -244,14 +264,17 @@ class LlamaCppRunner:
             raise RunnerError("The model was closed.")
         self._sampled_at = {}
         reader = self._reader
-        read = [item for item in work if reader is not None and reader.takes(item)]
+        seen = self.pictures.base if self.pictures is not None else self._n_vocab
+        read = [item for item in work if reader is not None and reader.takes(item) and max(item.tokens, default=0) < seen]
         plan = [item for item in work if not any(item is other for other in read)]
         for item in read:
             plan += self._read_with_copy(item)
-        if not plan:
-            return {}
         for item in plan:
             self._settle(item.slot)
+        if self.pictures is not None:
+            plan = self._decode_pictures(plan)
+        if not plan:
+            return {}
         outputs = self._fill_batch(plan)
         reads_prompt = any(len(item.tokens) > 1 for item in plan)
         threads = self._threads[1] if reads_prompt else self._generation_threads.pick()
@@ -271,6 +294,33 @@ class LlamaCppRunner:
         if result != 0:
             raise RunnerError(f"llama.cpp failed to decode a batch of {self._batch.n_tokens} tokens (error {result}).")
         return {item.slot: self._sample_and_verify(item, rows) for item, rows in outputs}
+
+    def _decode_pictures(self, plan: list[SlotWork]) -> list[SlotWork]:
+        """Each slot's rows up to its last picture into its sequence first (pictures.py); the rest of the
+        step, every slot's text after its pictures, goes in the one token batch."""
+        assert self.pictures is not None
+        rest = []
+        for item in plan:
+            left = self.pictures.decode_pictures(item, self._decode_text, self._decode)
+            if left is not item:
+                self._cached[item.slot][item.start_pos:] = item.tokens[: left.start_pos - item.start_pos]
+            if left.tokens or left.sample:
+                rest.append(left)
+        return rest
+
+    def _decode_text(self, tokens: list[int], start: int, slot: int) -> None:
+        assert self._batch is not None
+        self._batch.n_tokens = put_tokens(self._batch, 0, tokens, start, slot)
+        self._decode(self._batch)
+
+    def _decode(self, batch: llama_cpp.llama_batch) -> None:
+        self._use_threads(self._threads[1])  # a picture's rows and the text before it are prompt reading
+        result = llama_cpp.llama_decode(self._context, batch)
+        if result == 1:
+            raise CacheFull(f"The model's memory for this chat ({self.context_length:,} tokens) has no room left for "
+                            "the picture. Start a new chat, or raise the context length in Settings.")
+        if result != 0:
+            raise RunnerError(f"llama.cpp failed to decode a picture's {batch.n_tokens} rows (error {result}).")
 
     def _read_with_copy(self, item: SlotWork) -> list[SlotWork]:
         """A long prompt chunk, read by the F32 copy's context. Where the chunk ends in a sample, its last
@@ -358,7 +408,7 @@ class LlamaCppRunner:
         # those a turn found in the cache, so a reused prompt is penalized as a fresh one is.
         chain = self._samplers.get(item.slot)
         if chain and item.slot in self._fresh:
-            prompt = self._cached[item.slot][: item.start_pos + len(item.tokens)]
+            prompt = [t for t in self._cached[item.slot][: item.start_pos + len(item.tokens)] if t < self._n_vocab]
             for token in prompt[-PENALTY_LAST_N:]:
                 llama_cpp.llama_sampler_accept(chain, token)
 
@@ -384,6 +434,9 @@ class LlamaCppRunner:
         if self._reader is not None:
             self._reader.close()
             self._reader = None
+        if self.pictures is not None:
+            self.pictures.close()
+            self.pictures = None
         free_handles(self._batch, self._context, self._model)
         self._batch = self._context = self._model = None
 

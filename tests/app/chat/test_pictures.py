@@ -55,7 +55,7 @@ def test_a_model_that_cannot_see_refuses_and_keeps_everything(qtbot, scripted_wi
     tab.attachments.attach([picture_file(tmp_path, "red.webp", (200, 20, 20), "WEBP")])
     chip = next(iter(tab.attachments.pictures.values()))
     assert chip.label.text() == f"red.webp · ⚠ {CANNOT_SEE}"
-    assert "does not read llama.cpp vision projectors (mmproj) yet" in chip.toolTip()
+    assert "has no vision projector. Put its mmproj-*.gguf file" in chip.toolTip()
     tab.input.setPlainText("What is this?")
     tab.send()
     assert window.bridge.submitted == []

@@ -13,7 +13,14 @@ import pytest
 
 from engine.catalog.description import ModelDescription
 from engine.catalog.here import estimate_here
-from engine.catalog.memory import Estimate, estimate, kv_cache_bytes, prompt_copy_wanted, suggest, verdict
+from engine.catalog.memory import (
+    Estimate,
+    estimate,
+    kv_cache_bytes,
+    prompt_copy_wanted,
+    suggest,
+    verdict,
+)
 from engine.catalog.models import describe
 from engine.protocol import ModelConfig
 
@@ -84,6 +91,20 @@ def test_repacked_matrices_count_twice_on_the_layers_left_on_the_cpu() -> None:
     assert estimate(repacking, half, has_gpu=False, total_memory=RAM).weights_bytes == 480 * MiB + 40 * MiB
     assert estimate(repacking, dataclasses.replace(half, gpu_layers=-1), has_gpu=False, total_memory=RAM).weights_bytes == 480 * MiB
     assert estimate(TOY_GGUF, config, has_gpu=False, total_memory=RAM).weights_bytes == 480 * MiB
+
+
+def test_a_vision_projector_beside_the_model_counts_with_the_weights(tmp_path: Path) -> None:
+    model = tmp_path / "toy.gguf"
+    config = ModelConfig(path=str(model), context_length=1024, slots=1, device="cpu")
+    plain = estimate(TOY_GGUF, config, has_gpu=False, total_memory=RAM)
+    with open(tmp_path / "mmproj-toy-F16.gguf", "wb") as projector:
+        projector.truncate(7 * MiB)
+    seeing = estimate(TOY_GGUF, config, has_gpu=False, total_memory=RAM)
+    assert seeing.weights_bytes - plain.weights_bytes == 7 * MiB and seeing.gpu_bytes == 0
+    gpu = dataclasses.replace(config, device="cuda:0")
+    assert (estimate(TOY_GGUF, gpu, has_gpu=True, total_memory=RAM).gpu_bytes
+            - estimate(TOY_GGUF, dataclasses.replace(gpu, mmproj=str(tmp_path / "gone.gguf")), has_gpu=True,
+                       total_memory=RAM).gpu_bytes) == 7 * MiB
 
 
 def test_changing_context_slots_or_kv_type_changes_the_estimate() -> None:
