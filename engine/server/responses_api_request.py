@@ -1,6 +1,7 @@
 """The Responses API's stateless core (POST /v1/responses), checked, as the engine's Submit.
 
-`input` is text or items: messages (input_text / output_text parts), the
+`input` is text or items: messages (input_text / output_text parts, and
+input_image parts with a data: URL in a user message), the
 assistant's earlier `function_call` items and the client's `function_call_output`
 items. `instructions` become the system message, function tools ToolSpecs,
 `text.format` the constraint, `reasoning.effort` the template's switch. The
@@ -14,14 +15,19 @@ from typing import Any, Literal, Union
 
 from pydantic import ConfigDict, Field
 
-from engine.protocol import ChatMessage, Constraint, SamplingParams, Submit, ToolCall, ToolSpec
+from engine.images import ImageError, from_url
+from engine.protocol import ChatMessage, Constraint, ImagePart, SamplingParams, Submit, ToolCall, ToolSpec
 from engine.server import tooling
+from engine.server.errors import ApiError
 from engine.server.schema import _Strict
 
 
 class ContentPart(_Strict):
     type: str
     text: str | None = None
+    image_url: str | None = None  # input_image: "data:image/png;base64,..." (nothing is fetched for anyone)
+    file_id: str | None = None  # input_image / input_file: refused, there are no stored files here
+    detail: str | None = None  # input_image: "low" / "high" / "auto"; the model's own processor decides
 
 
 class InputItem(_Strict):
@@ -143,7 +149,10 @@ def _messages(request: ResponsesRequest) -> tuple[ChatMessage, ...]:
             messages.append(ChatMessage("tool", _text(item.output, f"{param}.output"), tool_call_id=item.call_id))
         elif kind == "message" and item.role is not None:
             role = "system" if item.role == "developer" else item.role
-            messages.append(ChatMessage(role, _text(item.content, f"{param}.content")))
+            images = _images(item.content, f"{param}.content")
+            if images and role != "user":
+                raise tooling.bad(f"{param}.content", "only user messages carry images.")
+            messages.append(ChatMessage(role, _text(item.content, f"{param}.content"), images=images))
         elif kind == "reasoning":
             continue  # earlier thinking: templates drop it from the next prompt anyway
         else:
@@ -164,7 +173,31 @@ def _text(content: str | list[ContentPart] | None, param: str) -> str:
         return content or ""
     texts = []
     for number, part in enumerate(content):
+        if part.type == "input_image":
+            continue  # _images reads it
         if part.type not in ("input_text", "output_text", "text") or part.text is None:
-            raise tooling.bad(f"{param}[{number}].type", f"a {part.type!r} part is not supported (this model reads text).")
+            raise tooling.bad(f"{param}[{number}].type", f"a {part.type!r} part is not supported (text and "
+                              "input_image parts are read).")
         texts.append(part.text)
     return "".join(texts)
+
+
+def _images(content: str | list[ContentPart] | None, param: str) -> tuple[ImagePart, ...]:
+    """The pictures of a message's input_image parts: data: URLs only (no URL is fetched, no file is stored)."""
+    if content is None or isinstance(content, str):
+        return ()
+    images = []
+    for number, part in enumerate(content):
+        if part.type != "input_image":
+            continue
+        where = f"{param}[{number}]"
+        if part.image_url is None:
+            why = ("there are no stored files here: send the picture itself" if part.file_id else
+                   "an input_image part carries the picture")
+            raise tooling.bad(f"{where}.image_url", f"{why} as image_url \"data:image/png;base64,...\".")
+        try:
+            images.append(from_url(part.image_url))
+        except ImageError as error:
+            raise ApiError(400, f"'{where}.image_url': {error}.", param=f"{where}.image_url",
+                           code="invalid_image") from error
+    return tuple(images)

@@ -128,3 +128,30 @@ def test_anthropic_image_blocks_reach_the_model(claude: Any) -> None:
     with pytest.raises(anthropic.BadRequestError, match="not fetched"):
         claude.messages.create(model="tiny-llava", max_tokens=4, messages=[{"role": "user", "content": [
             {"type": "image", "source": {"type": "url", "url": "https://example.com/cat.png"}}]}])
+
+
+def test_responses_input_image_parts_reach_the_model(client: Any) -> None:
+    import openai
+
+    def asked(*parts: dict[str, Any], model: str = "tiny-llava") -> Any:
+        return client.responses.create(model=model, max_output_tokens=4, temperature=0, input=[
+            {"role": "user", "content": [*parts, {"type": "input_text", "text": QUESTION}]}])
+
+    def image(url: str) -> dict[str, Any]:
+        return {"type": "input_image", "image_url": url, "detail": "auto"}
+
+    plain = asked().usage.input_tokens
+    assert asked(image(data_url(JPEG, "image/jpeg"))).usage.input_tokens == plain + IMAGE_TOKENS
+    assert asked(image(data_url(PNG, "image/png")), image(data_url(WEBP, "image/webp"))).usage.input_tokens == (
+        plain + 2 * IMAGE_TOKENS)
+    with pytest.raises(openai.BadRequestError) as error:
+        asked(image("https://example.com/cat.png"))
+    assert "not fetched" in str(error.value) and "input[0].content[0].image_url" in str(error.value)
+    with pytest.raises(openai.BadRequestError, match="no stored files here"):
+        asked({"type": "input_image", "file_id": "file-abc", "detail": "auto"})
+    with pytest.raises(openai.BadRequestError, match="cannot see images"):
+        asked(image(data_url(PNG, "image/png")), model="tiny-llama")
+    with pytest.raises(openai.BadRequestError, match="only user messages carry images"):
+        client.responses.create(model="tiny-llava", max_output_tokens=4, input=[
+            {"role": "system", "content": [image(data_url(PNG, "image/png"))]},
+            {"role": "user", "content": QUESTION}])
