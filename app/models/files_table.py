@@ -7,6 +7,8 @@ sentence the settings dialog shows, with what would make it fit.
 
 from __future__ import annotations
 
+from pathlib import PurePosixPath
+
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QBrush, QColor, QFont
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableWidget, QTableWidgetItem, QWidget
@@ -45,11 +47,11 @@ class FilesTable(QTableWidget):
             cells = ["★" if choice == recommended else "", choice.label, answer.quantization(choice) or "?",
                      "downloaded" if choice.key in answer.local else format_bytes(choice.download_bytes),
                      format_bytes(fit.need_bytes) if fit else "?", fit.level if fit else "?"]
+            said = " ".join(part for part in (fit.message, fit.suggestion) if part) if fit else ""
             for column, text in enumerate(cells):
                 item = QTableWidgetItem(text)
                 item.setData(KEY_ROLE, choice.key)
-                if fit is not None:
-                    item.setToolTip(" ".join(part for part in (fit.message, fit.suggestion) if part))
+                item.setToolTip(f"{_projector_note(choice)}{said}" if column == 1 else said)
                 self.setItem(row, column, item)
             if fit is not None:
                 self.cell(row, 5).setForeground(QBrush(QColor(VERDICT_COLORS[fit.level])))
@@ -89,3 +91,12 @@ class FilesTable(QTableWidget):
         """What the table shows, row by row (for tests and the accessible description)."""
         return [[self.cell(row, column).text() for column in range(self.columnCount())]
                 for row in range(self.rowCount())]
+
+
+def _projector_note(choice: ModelChoice) -> str:
+    """What the Model cell's tooltip says of a vision projector fetched with the model."""
+    projector = choice.projector
+    if projector is None:
+        return ""
+    return (f"Comes with its vision projector {PurePosixPath(projector.path).name} ({format_bytes(projector.size)}, "
+            "counted in the download and the memory needed), so it can read pictures. ")

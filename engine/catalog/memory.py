@@ -97,19 +97,21 @@ class Verdict:
 # ---------------------------------------------------------------- the estimate
 
 
-def estimate(model: ModelDescription, config: ModelConfig, *, has_gpu: bool, total_memory: int) -> Estimate:
+def estimate(model: ModelDescription, config: ModelConfig, *, has_gpu: bool, total_memory: int,
+             projector_bytes: int | None = None) -> Estimate:
     """Weights + KV cache + runtime overhead for this model and configuration on a given machine.
 
     `has_gpu` resolves device "auto": a GPU is used when one is there. `total_memory` (the machine's
     RAM in bytes) decides, as the runner does, whether "auto" reads prompts with a copy; both are
     required, so no caller can size a model for a machine it did not name (engine/catalog/here.py
-    fills them in for this one).
+    fills them in for this one). `projector_bytes` sizes a vision projector that is not on disk yet (a
+    Hub download's); by default it is the projector file the model would load with, if any.
     """
     if total_memory <= 0:
         raise ValueError(f"the memory estimate needs the machine's RAM, not {total_memory} bytes")
     on_gpu = config.device.startswith("cuda") or (config.device == "auto" and has_gpu)
     if config.backend == "llamacpp":
-        return _estimate_llamacpp(model, config, on_gpu, total_memory)
+        return _estimate_llamacpp(model, config, on_gpu, total_memory, projector_bytes)
     return dataclasses.replace(_estimate_hf(model, config, on_gpu), total_memory=total_memory)
 
 
@@ -118,7 +120,8 @@ def kv_cache_bytes(model: ModelDescription, cells: int, bytes_per_element: float
     return int(2 * model.layers * model.kv_heads * model.head_dim * cells * bytes_per_element)
 
 
-def _estimate_llamacpp(model: ModelDescription, config: ModelConfig, on_gpu: bool, total_memory: int) -> Estimate:
+def _estimate_llamacpp(model: ModelDescription, config: ModelConfig, on_gpu: bool, total_memory: int,
+                       projector_bytes: int | None) -> Estimate:
     if model.kind != "gguf":
         raise ValueError(f"llama.cpp loads GGUF files only, not the folder {model.path}")
     cells = config.context_length * config.slots  # one stream of context_length cells per chat, reserved at load
@@ -134,7 +137,7 @@ def _estimate_llamacpp(model: ModelDescription, config: ModelConfig, on_gpu: boo
     # The layers left on the CPU hold their Q4_0/Q4_K/IQ4_NL matrices twice: mapped from the file and
     # repacked (Q4_0 copy of the default model: 163 MiB of weights resident against 104 plain).
     repacked = int(model.repacked_bytes * (1.0 - share))
-    projector = _projector_bytes(config)  # its weights load whole, on the GPU where the model's are
+    projector = _projector_bytes(config) if projector_bytes is None else projector_bytes  # its weights load whole, on the GPU where the model's are
     if layers > 0:
         gpu += projector
     copy = 0

@@ -80,7 +80,9 @@ def config_for(choice: ModelChoice, config: ModelConfig, path: str = "") -> Mode
 
 def _fit(choice: ModelChoice, model: ModelDescription, config: ModelConfig, memory: DeviceMemory,
          has_gpu: bool, ram_bytes: int) -> Fit:
-    result = estimate(model, config_for(choice, config, model.path), has_gpu=has_gpu, total_memory=ram_bytes)
+    projector = choice.projector.size if choice.projector else None  # fetched with the model, loaded with it
+    result = estimate(model, config_for(choice, config, model.path), has_gpu=has_gpu, total_memory=ram_bytes,
+                      projector_bytes=projector)
     answer = verdict(result, memory.free_bytes, memory.total_bytes)
     return Fit(choice, answer.level, result.device_bytes, answer.message, answer.suggestion)
 

@@ -47,8 +47,23 @@ class ModelChoice:
         return sum(file.size for file in self.files)
 
     @property
+    def model_files(self) -> tuple[HubFile, ...]:
+        """The model's own files: all of them but the vision projector."""
+        return tuple(file for file in self.files if file is not self.projector)
+
+    @property
+    def model_bytes(self) -> int:
+        return sum(file.size for file in self.model_files)
+
+    @property
     def parts(self) -> int:
-        return sum(1 for file in self.files if file.path.lower().endswith(".gguf")) if self.kind == "gguf" else 1
+        return sum(1 for file in self.files if file.path.lower().endswith(".gguf") and not is_projector(file.path)) \
+            if self.kind == "gguf" else 1
+
+    @property
+    def projector(self) -> HubFile | None:
+        """The vision projector fetched with a GGUF model (llama.cpp reads pictures through it), if the repo has one."""
+        return next((file for file in self.files if self.kind == "gguf" and is_projector(file.path)), None)
 
     @property
     def label(self) -> str:
@@ -56,7 +71,8 @@ class ModelChoice:
             return {"none": "safetensors, full precision", "int8": "safetensors, loaded in 8-bit",
                     "nf4": "safetensors, loaded in 4-bit NF4"}.get(self.quant, f"safetensors, {self.quant}")
         name = PurePosixPath(self.key).name
-        return f"{name} ({self.parts} parts)" if self.parts > 1 else name
+        name = f"{name} ({self.parts} parts)" if self.parts > 1 else name
+        return f"{name} + vision projector" if self.projector else name
 
 
 @dataclass(frozen=True)
@@ -93,21 +109,43 @@ def _hub_file(sibling: Any) -> HubFile:
     return HubFile(sibling.rfilename, size, sha256, sibling.blob_id)
 
 
+def is_projector(path: str) -> bool:
+    """A llama.cpp vision projector (mmproj-*.gguf, as llama.cpp's converters and the GGUF repos name them)."""
+    name = PurePosixPath(path).name.lower()
+    return name.endswith(".gguf") and "mmproj" in name
+
+
 def gguf_choices(files: tuple[HubFile, ...]) -> list[ModelChoice]:
-    """Every GGUF model: whole files, and split models gathered under their part 1."""
+    """Every GGUF model: whole files, and split models gathered under their part 1, each with the vision
+    projector of its folder where the repo has one."""
     by_path = {file.path: file for file in files}
     choices = []
     for file in files:
-        name = PurePosixPath(file.path).name
-        if not name.lower().endswith(".gguf") or name.lower().startswith("mmproj"):
+        if not file.path.lower().endswith(".gguf") or is_projector(file.path):
             continue  # mmproj files are vision projectors, not models one can chat with
         split = parse_split(file.path)
         if split is None:
-            choices.append(ModelChoice(file.path, "gguf", quant_from_name(file.path), (file,)))
+            parts: tuple[HubFile, ...] = (file,)
         elif split.is_first and all(part in by_path for part in split.part_names()):
             parts = tuple(by_path[part] for part in split.part_names())
-            choices.append(ModelChoice(file.path, "gguf", quant_from_name(file.path), parts))
+        else:
+            continue
+        projector = projector_for(file.path, files)
+        choices.append(ModelChoice(file.path, "gguf", quant_from_name(file.path),
+                                   parts + ((projector,) if projector else ())))
     return sorted(choices, key=lambda c: precision_rank(c.quant, c.download_bytes))
+
+
+def projector_for(model_path: str, files: tuple[HubFile, ...]) -> HubFile | None:
+    """The projector to fetch with a model: one in the model's own folder (where llama.cpp's loaders and Hearth look
+    for it), the most precise first: F16 (what llama-server's -hf takes), then BF16, F32, Q8_0, then any."""
+    folder = PurePosixPath(model_path).parent
+    here = [file for file in files if is_projector(file.path) and PurePosixPath(file.path).parent == folder]
+    return min(here, key=lambda file: (_PROJECTOR_ORDER.get(quant_from_name(file.path).upper(), len(_PROJECTOR_ORDER)),
+                                       file.path), default=None)
+
+
+_PROJECTOR_ORDER = {"F16": 0, "BF16": 1, "F32": 2, "Q8_0": 3}
 
 
 def folder_choices(files: tuple[HubFile, ...]) -> list[ModelChoice]:

@@ -71,7 +71,7 @@ def describe_choices(listing: RepoListing, settings: HubSettings,
     for members in families.values():  # one header per model; its other quantizations scale by size
         exact = {c.key: describe(local[c.key]) for c in members if c.key in local}
         reference = next(iter(exact.values()), None) or describe_gguf_remote(
-            listing, min(members, key=lambda c: c.download_bytes), settings)
+            listing, min(members, key=lambda c: c.model_bytes), settings)
         for choice in members:
             found[choice.key] = exact.get(choice.key) or scaled(reference, choice)
     folders = [choice for choice in listing.choices if choice.kind == "hf"]
@@ -98,13 +98,13 @@ def describe_gguf_remote(listing: RepoListing, choice: ModelChoice, settings: Hu
     """Read the header of every part of one GGUF choice (part 1 holds the metadata)."""
     fields: dict[str, Any] = {}
     tensors: list[tuple[str, int, int, str]] = []
-    for index, part in enumerate(file for file in choice.files if file.path.lower().endswith(".gguf")):
+    for index, part in enumerate(file for file in choice.model_files if file.path.lower().endswith(".gguf")):
         part_fields, part_tensors = _remote_gguf_header(listing, part, settings)
         if index == 0:
             fields = part_fields
         tensors += part_tensors
     name = PurePosixPath(choice.key).name.removesuffix(".gguf")
-    return describe_gguf_header(f"{listing.repo_id}/{choice.key}", name, fields, tensors, choice.download_bytes)
+    return describe_gguf_header(f"{listing.repo_id}/{choice.key}", name, fields, tensors, choice.model_bytes)
 
 
 def _remote_gguf_header(listing: RepoListing, file: HubFile,
@@ -135,11 +135,11 @@ def scaled(reference: ModelDescription, choice: ModelChoice) -> ModelDescription
     if choice.key == reference.path.split("/", 2)[-1]:
         return reference
     metadata = max(reference.file_bytes - reference.tensor_bytes, 0)
-    tensor_bytes = max(choice.download_bytes - metadata, 0)
+    tensor_bytes = max(choice.model_bytes - metadata, 0)
     ratio = tensor_bytes / reference.tensor_bytes if reference.tensor_bytes else 1.0
     return dataclasses.replace(
         reference, path=choice.key, name=PurePosixPath(choice.key).name.removesuffix(".gguf"),
-        file_bytes=choice.download_bytes, tensor_bytes=tensor_bytes, quantization=choice.quant or "unknown",
+        file_bytes=choice.model_bytes, tensor_bytes=tensor_bytes, quantization=choice.quant or "unknown",
         layer_bytes=tuple(int(b * ratio) for b in reference.layer_bytes),
         output_bytes=int(reference.output_bytes * ratio), repacked_bytes=_repacked(reference, choice, ratio))
 

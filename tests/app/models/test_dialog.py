@@ -15,7 +15,9 @@ from app.models.dialog import GetModelsDialog
 from app.models.downloads import DownloadManager, Downloaded
 from app.models.indicator import DownloadIndicator
 from engine.protocol import ModelConfig
-from tests.engine.hub.fixtures import GATED_REPO, GGUF_REPO, POPULAR_REPO, Q4_1, TOKEN
+from engine.units import format_bytes
+from tests.engine.hub.fixtures import GATED_REPO, GGUF_REPO, POPULAR_REPO, PROJECTOR_F16, Q4_1, TOKEN, VISION_REPO
+from tests.engine.hub.fixtures import add_vision_repo, projectors  # noqa: F401 - a fixture
 from tests.engine.hub.stand_in_hub import StandInHub
 
 CONFIG = ModelConfig(path="", context_length=2048, slots=2, device="cpu")
@@ -82,6 +84,34 @@ def test_the_chosen_model_loads_in_the_engine(qtbot, dialog: GetModelsDialog) ->
         with qtbot.waitSignal(bridge.model_loaded, timeout=60_000) as loaded:
             bridge.load_model(ModelConfig(path=path, context_length=512, slots=1, threads=1))
         assert loaded.args[0].quantization == "Q4_0" and loaded.args[0].path == path
+    finally:
+        bridge.shutdown()
+
+
+def test_a_vision_repo_fetches_the_projector_and_the_model_sees(qtbot, dialog: GetModelsDialog, hub: StandInHub,
+                                                                 default_model: str,
+                                                                 projectors: dict[str, Path]) -> None:  # noqa: F811
+    from app.bridge import EngineBridge
+
+    add_vision_repo(hub, default_model, projectors)
+    open_repo(qtbot, dialog, VISION_REPO)
+    [row] = dialog.files.row_texts()
+    served = hub.repos[VISION_REPO].files
+    assert row[1] == f"{Q4_1} + vision projector"
+    assert dialog.files.cell(0, 1).toolTip().startswith(f"Comes with its vision projector {PROJECTOR_F16} (")
+    assert row[3] == format_bytes(served[Q4_1].size + served[PROJECTOR_F16].size)
+    with qtbot.waitSignal(dialog.downloads.finished, timeout=60_000):
+        dialog.download()
+    with qtbot.waitSignal(dialog.model_chosen) as chosen:
+        dialog.use()
+    path = chosen.args[0]
+    assert (Path(path).parent / PROJECTOR_F16).is_file()
+    bridge = EngineBridge()
+    bridge.start()
+    try:
+        with qtbot.waitSignal(bridge.model_loaded, timeout=60_000) as loaded:
+            bridge.load_model(ModelConfig(path=path, context_length=512, slots=1, threads=1))
+        assert "vision" in loaded.args[0].capabilities
     finally:
         bridge.shutdown()
 

@@ -105,3 +105,25 @@ def add_folder_repo(server: StandInHub, folder: Path) -> None:
     files["README.md"] = b"# tiny-llama (random weights, for tests)\n"
     server.add_repo(FOLDER_REPO, files, ["safetensors", "transformers", "llama", "text-generation"],
                     downloads=3, likes=1, library_name="transformers")
+
+
+VISION_REPO = "hearth-test/SmolVision-GGUF"
+PROJECTOR_F16 = "mmproj-SmolVision-F16.gguf"
+PROJECTOR_Q8 = "mmproj-SmolVision-Q8_0.gguf"
+
+
+@pytest.fixture(scope="session")
+def projectors(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Two random mlp vision projectors for the default model (engine/gpucheck/randmmproj.py), as F16 and Q8_0."""
+    from engine.gpucheck.randmmproj import write_mmproj
+
+    folder = tmp_path_factory.mktemp("projectors")
+    return {name: write_mmproj(folder / name, 576, seed=seed)
+            for seed, name in enumerate((PROJECTOR_F16, PROJECTOR_Q8), start=1)}
+
+
+def add_vision_repo(server: StandInHub, default_model: str, projectors: dict[str, Path]) -> None:
+    """The default model with two vision projectors beside it, as llama.cpp's vision GGUF repos ship them."""
+    server.add_repo(VISION_REPO, {Q4_1: Path(default_model), PROJECTOR_Q8: projectors[PROJECTOR_Q8],
+                                  PROJECTOR_F16: projectors[PROJECTOR_F16],
+                                  "README.md": b"# a stand-in vision GGUF repo\n"}, ["gguf", "image-text-to-text"])
