@@ -74,7 +74,8 @@ def cannot_see(info: ModelInfo) -> str:
             return (f"This model cannot see images: {projector} is next to it, but llama.cpp could not use it as a "
                     f"vision projector for {info.name} (see the log)")
         return (f"This model cannot see images: {info.name} has no vision projector. Put its mmproj-*.gguf file "
-                f"(from the model's download page) in the same folder and load the model again")
+                f"(from the model's download page) in the same folder, or choose it in Settings (Vision projector), "
+                f"and load the model again")
     if info.backend == "remote":
         return f"This model cannot see images: images are not sent to remote servers ({info.name})"
     return f"This model cannot see images: {info.name} has no vision encoder"

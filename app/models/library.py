@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from engine.catalog.description import ModelEntry
 from engine.catalog.memory import estimate, verdict
@@ -29,21 +29,23 @@ class LibraryModel:
     message: str = ""  # "Needs about 1.2 GiB; 14.0 GiB of 15.5 GiB RAM free."
 
 
-def config_for_path(base: ModelConfig, path: str) -> ModelConfig:
-    """The settings' options (context, slots, threads...) for another model of the library."""
+def config_for_path(base: ModelConfig, path: str, projectors: Mapping[str, str] | None = None) -> ModelConfig:
+    """The settings' options (context, slots, threads...) for another model of the library, with the vision
+    projector chosen for it in the settings (`projectors`: model path -> mmproj path), not `base`'s."""
     folder = Path(path).is_dir()
     return dataclasses.replace(base, path=path, backend="hf" if folder else "llamacpp", gguf_file=None,
-                               remote_model="", api_key="")
+                               remote_model="", api_key="", mmproj=None if folder else (projectors or {}).get(path))
 
 
-def judge(entries: Sequence[ModelEntry], base: ModelConfig) -> list[LibraryModel]:
+def judge(entries: Sequence[ModelEntry], base: ModelConfig,
+          projectors: Mapping[str, str] | None = None) -> list[LibraryModel]:
     """Each described entry with its verdict at `base`'s context and slots; undescribable ones are left out."""
     memory, on_gpu = target_memory(base)
     models = []
     for entry in entries:
         if entry.description is None:
             continue
-        config = config_for_path(base, entry.path)
+        config = config_for_path(base, entry.path, projectors)
         try:
             result = estimate(entry.description, config, has_gpu=on_gpu, total_memory=memory.total_bytes)
             answer = verdict(result, memory.free_bytes, memory.total_bytes)
@@ -55,6 +57,7 @@ def judge(entries: Sequence[ModelEntry], base: ModelConfig) -> list[LibraryModel
     return models
 
 
-def find_library(recent: Sequence[str], base: ModelConfig) -> list[LibraryModel]:
+def find_library(recent: Sequence[str], base: ModelConfig,
+                 projectors: Mapping[str, str] | None = None) -> list[LibraryModel]:
     """The whole library, judged (slow: reads headers and the disk; run it off the GUI thread)."""
-    return judge(discover(recent), base)
+    return judge(discover(recent), base, projectors)

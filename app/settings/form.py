@@ -15,6 +15,7 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QFormLayout
                                QVBoxLayout, QWidget)
 
 from app.settings.capabilities import Capabilities
+from app.settings.projector_row import ProjectorRow
 from app.settings.remote_section import RemoteSection
 from app.settings.store import Settings
 from app.settings.widgets import combo, double_spin, item_enabled, select, set_item_enabled, spin
@@ -42,6 +43,7 @@ class SettingsForm(QWidget):
         for choice in (self.backend_combo, *(choice for choice, _ in self._choices())):
             choice.currentIndexChanged.connect(self.changed)
         self.double_quant_check.toggled.connect(self.changed)
+        self.projector_row.changed.connect(self.changed)
 
     # ------------------------------------------------------------ building
 
@@ -50,6 +52,7 @@ class SettingsForm(QWidget):
         self.backend_combo = combo([("llama.cpp", "llamacpp"), ("transformers", "hf"),
                                     ("Remote server (OpenAI-compatible)", "remote")])
         self.file_type_label = QLabel()
+        self.projector_row = ProjectorRow()
         self.kv_type_combo = combo([("f16", "f16"), ("q8_0", "q8_0"), ("q4_0", "q4_0")])
         self.quant_combo = combo([("none", "none"), ("8-bit (bitsandbytes)", "int8"),
                                   ("4-bit NF4", "nf4"), ("4-bit FP4", "fp4")])
@@ -59,6 +62,7 @@ class SettingsForm(QWidget):
         self.fast_decode_combo.setToolTip("On a GPU, decode steps replayed from CUDA graphs over a static KV cache. "
                                           "auto: only when a check at load finds them faster and correct.")
         self.backend_form = _rows(group, (("Backend", self.backend_combo), ("File type", self.file_type_label),
+                                          ("Vision projector", self.projector_row),
                                           ("KV cache type", self.kv_type_combo), ("Quantization", self.quant_combo),
                                           ("", self.double_quant_check), ("Compute dtype", self.dtype_combo),
                                           ("Fast decode", self.fast_decode_combo)))
@@ -132,6 +136,7 @@ class SettingsForm(QWidget):
         if model.trained_context_length:
             self.context_spin.setMaximum(model.trained_context_length)  # clamps the value too
         self.gpu_layers_spin.setMaximum(model.layers or 999)
+        self.projector_row.set_model(model.path if model.kind == "gguf" else "")
         select(self.backend_combo, model.default_backend)
 
     @property
@@ -140,7 +145,8 @@ class SettingsForm(QWidget):
 
     def _on_backend_changed(self) -> None:
         gguf, hf, remote = (self.backend_combo.currentData() == name for name in ("llamacpp", "hf", "remote"))
-        for widget, visible in ((self.file_type_label, gguf), (self.kv_type_combo, gguf), (self.quant_combo, hf),
+        for widget, visible in ((self.file_type_label, gguf), (self.projector_row, gguf), (self.kv_type_combo, gguf),
+                                (self.quant_combo, hf),
                                 (self.double_quant_check, hf), (self.dtype_combo, hf), (self.fast_decode_combo, hf)):
             self.backend_form.setRowVisible(widget, visible)
         self.remote.setVisible(remote)
@@ -204,6 +210,7 @@ class SettingsForm(QWidget):
         for box, key in self._spins():
             box.setValue(settings.get(key))
         self.system_prompt_edit.setPlainText(settings.get("chat.system_prompt"))
+        self.projector_row.load(settings)
         self.remote.load(settings)
 
     def finish_load(self, settings: Settings) -> None:
@@ -236,6 +243,7 @@ class SettingsForm(QWidget):
         for box, key in self._spins():
             target.set(key, box.value())
         target.set("chat.system_prompt", self.system_prompt_edit.toPlainText())
+        self.projector_row.collect(target)
         self.remote.collect(target)
 
 

@@ -71,6 +71,8 @@ SETTINGS: tuple[Setting, ...] = (
     _model("fast_decode", str, "transformers on a GPU: decode steps from CUDA graphs; auto: when faster at load.",
            ("auto", "on", "off")),
     Setting("model.recent", list, [], "Models loaded before, newest first."),
+    Setting("model.projectors", dict, {}, "The vision projector (mmproj GGUF) chosen for a GGUF model, by the model's "
+            "path; a model not named here uses an mmproj-*.gguf beside it, if any."),
     Setting("remote.url", str, "", "Base URL of the remote OpenAI-compatible server, e.g. http://gpu-box:8000/v1 "
             "(its API key is kept in the system keyring or a private file, never here)."),
     Setting("remote.model", str, "", "The remote server's model to chat with (from its /v1/models); empty: its first."),
@@ -235,7 +237,8 @@ def model_config(settings: Settings, default_path: str | None = None) -> ModelCo
         backend = "hf" if path and Path(path).is_dir() else "llamacpp"
     gguf_file = path if backend == "hf" and path.lower().endswith(".gguf") else None
     values = {name: settings.get(f"model.{name}") for name in _MODEL if f"model.{name}" in BY_KEY}
-    values.update(path=path, backend=backend, threads=settings.get("model.threads") or None, gguf_file=gguf_file)
+    values.update(path=path, backend=backend, threads=settings.get("model.threads") or None, gguf_file=gguf_file,
+                  mmproj=settings.get("model.projectors").get(path) if backend == "llamacpp" else None)
     return ModelConfig(**values)
 
 

@@ -86,7 +86,8 @@ class MainWindow(QMainWindow):
         self.model.loaded.connect(self._on_model_loaded)
         self.model.lost.connect(lambda: self.gauge.set_model(None))
         self.tab_models = TabModels(self.bridge, self.model, self.chat_tabs, lambda: self._engine_inputs()[0],
-                                    lambda: keep_alive_s(self.settings), lambda: self.settings.get("model.recent"), self)
+                                    lambda: keep_alive_s(self.settings), lambda: self.settings.get("model.recent"), self,
+                                    projectors=lambda: self.settings.get("model.projectors"))
         self.gauge.model_infos = lambda: self.bridge.loaded_models
         self.tabs = ChatTabWidget(self)
         self.tabs.new_tab_requested.connect(lambda: self.new_chat())
@@ -264,7 +265,8 @@ class MainWindow(QMainWindow):
         default = default_model_path()
         config, sampling, prompt = engine_inputs(self.settings, str(default) if default else None)
         if self.model_path:
-            config = replace(config, path=self.model_path, backend="llamacpp", gguf_file=None)
+            config = replace(config, path=self.model_path, backend="llamacpp", gguf_file=None,
+                             mmproj=self.settings.get("model.projectors").get(self.model_path))
         return config, sampling, prompt
 
     def _on_readiness_changed(self, _ready: bool, _reason: str) -> None:

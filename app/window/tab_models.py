@@ -10,7 +10,7 @@ the first time a picker (or Compare…) is opened.
 from __future__ import annotations
 
 import threading
-from typing import Callable
+from typing import Callable, Mapping
 
 from PySide6.QtCore import QObject, Signal, Slot
 
@@ -31,10 +31,11 @@ class TabModels(QObject):
 
     def __init__(self, bridge: EngineBridge, lifecycle: ModelLifecycle, tabs: Tabs, base_config: Callable[[], ModelConfig],
                  keep_alive_s: Callable[[], float | None], recent: Callable[[], list[str]],
-                 parent: QObject | None = None) -> None:
+                 parent: QObject | None = None, projectors: Callable[[], Mapping[str, str]] = dict) -> None:
         super().__init__(parent)
         self.bridge, self.lifecycle, self._tabs = bridge, lifecycle, tabs
         self._base_config, self._keep_alive_s, self._recent = base_config, keep_alive_s, recent
+        self._projectors = projectors  # model path -> the vision projector chosen for it in the settings
         self.library: list[LibraryModel] = []
         self.last_chosen = ""  # a new tab starts on it ("" : the window's model)
         self.finder: Finder | None = None  # None: the real library (engine/catalog), found on first use
@@ -88,7 +89,7 @@ class TabModels(QObject):
         self.follow(tab)
 
     def load(self, path: str) -> None:
-        self.bridge.load_model(config_for_path(self._base_config(), path), self._keep_alive_s())
+        self.bridge.load_model(config_for_path(self._base_config(), path, self._projectors()), self._keep_alive_s())
 
     def readiness(self, path: str) -> tuple[bool, str]:
         name = self.name_of(path)
@@ -148,8 +149,8 @@ class TabModels(QObject):
         if self.finder is not None:
             self._on_found(self.finder())
             return
-        recent, base = list(self._recent()), self._base_config()
-        threading.Thread(target=lambda: self._found.emit(find_library(recent, base)), name="hearth-model-library",
+        recent, base, projectors = list(self._recent()), self._base_config(), dict(self._projectors())
+        threading.Thread(target=lambda: self._found.emit(find_library(recent, base, projectors)), name="hearth-model-library",
                          daemon=True).start()
 
     def set_library(self, models: list[LibraryModel]) -> None:

@@ -23,7 +23,8 @@ def test_a_gguf_is_asked_for_its_projector_or_told_which_one_failed(tmp_path: Pa
     assert projector_beside(str(model)) == ""
     alone = cannot_see(info)
     assert alone == ("This model cannot see images: gemma-3-4b-it has no vision projector. Put its mmproj-*.gguf "
-                     "file (from the model's download page) in the same folder and load the model again")
+                     "file (from the model's download page) in the same folder, or choose it in Settings (Vision "
+                     "projector), and load the model again")
     (tmp_path / "mmproj-gemma-3-4b-it-F16.gguf").write_bytes(b"GGUF")
     (tmp_path / "notes-mmproj.txt").write_text("not a projector")
     assert projector_beside(str(model)) == "mmproj-gemma-3-4b-it-F16.gguf"
