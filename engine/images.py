@@ -66,6 +66,11 @@ def from_url(url: str) -> ImagePart:
     return from_base64(payload)
 
 
+def data_url(image: ImagePart) -> str:
+    """The picture as a data: URL, as OpenAI's image_url parts carry it."""
+    return f"data:{image.mime};base64,{base64.b64encode(image.data).decode('ascii')}"
+
+
 def cannot_see(info: ModelInfo) -> str:
     """Why this model takes no pictures, for a person."""
     if info.backend == "llamacpp":
@@ -77,7 +82,7 @@ def cannot_see(info: ModelInfo) -> str:
                 f"(from the model's download page) in the same folder, or choose it in Settings (Vision projector), "
                 f"and load the model again")
     if info.backend == "remote":
-        return f"This model cannot see images: images are not sent to remote servers ({info.name})"
+        return f"This model cannot see images: {info.path} lists {info.name} as taking no pictures"
     return f"This model cannot see images: {info.name} has no vision encoder"
 
 

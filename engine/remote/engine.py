@@ -60,10 +60,15 @@ class RemoteTurn:
 
 
 def model_info(config: ModelConfig, check: ServerCheck, model: str) -> ModelInfo:
-    context = next((m.context_length for m in check.models if m.id == model), 0)
+    listed = next((m for m in check.models if m.id == model), None)
+    context = listed.context_length if listed else 0
+    # pictures go to the server unless its model list says this model takes none; where the list says nothing
+    # (vLLM, llama-server), the server itself answers a picture it cannot read with an error the chat shows
+    vision = ("vision",) if listed is None or listed.sees is not False else ()
     return ModelInfo(name=model, path=base_url(config.path), backend="remote", device=f"remote: {base_url(config.path)}",
                      quantization="", attention="", context_length=context, slots=config.slots, model_bytes=0,
-                     kv_cache_bytes=0, gpu_offload=False, notes=(f"Answered by {base_url(config.path)}.",))
+                     kv_cache_bytes=0, gpu_offload=False, notes=(f"Answered by {base_url(config.path)}.",),
+                     capabilities=vision)
 
 
 class RemoteEngine:

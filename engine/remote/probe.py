@@ -19,6 +19,7 @@ from engine.remote.errors import base_url, endpoint, explain_status, explain_tra
 class RemoteModel:
     id: str
     context_length: int = 0  # 0: the server did not say
+    sees: bool | None = None  # takes pictures: as its listed capabilities say; None: the server does not say
 
 
 @dataclass(frozen=True)
@@ -71,8 +72,18 @@ def _models(response: httpx2.Response) -> list[RemoteModel] | None:
     listed = data.get("data") if isinstance(data, dict) else None
     if not isinstance(listed, list):
         return None
-    return [RemoteModel(str(item["id"]), _context_length(item)) for item in listed
+    return [RemoteModel(str(item["id"]), _context_length(item), _sees(item)) for item in listed
             if isinstance(item, dict) and item.get("id")]
+
+
+def _sees(item: dict[str, object]) -> bool | None:
+    """Hearth's list names capabilities ("vision") and LM Studio's native one a type ("vlm"); OpenAI's shape, which
+    vLLM, llama-server and Ollama answer, says nothing (None)."""
+    capabilities = item.get("capabilities")
+    if isinstance(capabilities, list):
+        return "vision" in capabilities
+    kind = item.get("type")
+    return kind == "vlm" if kind in ("llm", "vlm") else None
 
 
 def _context_length(item: dict[str, object]) -> int:

@@ -24,7 +24,8 @@ from typing import Any, Awaitable, Callable, Union
 
 import httpx2
 
-from engine.protocol import FinishReason, Submit
+from engine.images import data_url
+from engine.protocol import ChatMessage, FinishReason, Submit
 from engine.remote.errors import (
     RETRY_STATUSES, base_url, endpoint, error_text, explain_status, explain_transport, headers, is_refused, looks_like_html,
 )
@@ -92,7 +93,16 @@ def request_body(model: str, submit: Submit) -> tuple[str, dict[str, Any]]:
         body.update(ignore_eos=True, min_tokens=sampling.max_new_tokens)
     if submit.prompt is not None:
         return "completions", {**body, "prompt": submit.prompt}
-    return "chat/completions", {**body, "messages": [{"role": m.role, "content": m.content} for m in submit.messages]}
+    return "chat/completions", {**body, "messages": [_message(m) for m in submit.messages]}
+
+
+def _message(message: ChatMessage) -> dict[str, Any]:
+    """A chat message as OpenAI's API spells it; pictures as image_url parts with data: URLs, after the text."""
+    if not message.images:
+        return {"role": message.role, "content": message.content}
+    parts: list[dict[str, Any]] = [{"type": "text", "text": message.content}] if message.content else []
+    parts += [{"type": "image_url", "image_url": {"url": data_url(image)}} for image in message.images]
+    return {"role": message.role, "content": parts}
 
 
 async def stream_turn(client: httpx2.AsyncClient, connection: Connection, submit: Submit, deliver: Deliver,

@@ -35,5 +35,6 @@ def test_a_gguf_is_asked_for_its_projector_or_told_which_one_failed(tmp_path: Pa
 
 def test_other_backends_and_a_missing_folder(tmp_path: Path) -> None:
     assert projector_beside(str(tmp_path / "gone" / "m.gguf")) == "" and projector_beside("") == ""
-    assert "are not sent to remote servers" in cannot_see(model_info("http://x", name="m", backend="remote"))
+    assert cannot_see(model_info("http://x:8000/v1", name="m", backend="remote")) == (
+        "This model cannot see images: http://x:8000/v1 lists m as taking no pictures")
     assert cannot_see(model_info(str(tmp_path), name="tiny", backend="hf")).endswith("tiny has no vision encoder")

@@ -92,3 +92,17 @@ def test_a_server_that_accepts_and_never_answers_times_out() -> None:
 
 def test_an_empty_url_asks_for_one() -> None:
     assert check_server("  ").message.startswith("Enter the server's URL")
+
+
+@pytest.mark.parametrize(("item", "sees"), [
+    ({"id": "m", "capabilities": ["vision", "tools"]}, True), ({"id": "m", "capabilities": ["tools"]}, False),
+    ({"id": "m", "type": "vlm"}, True), ({"id": "m", "type": "llm"}, False), ({"id": "m", "object": "model"}, None)])
+def test_which_listed_models_take_pictures(item: dict[str, object], sees: bool | None) -> None:
+    from engine.protocol import ModelConfig
+    from engine.remote.engine import model_info
+    from engine.remote.probe import RemoteModel, ServerCheck, _sees
+
+    assert _sees(item) is sees
+    check = ServerCheck(True, "", (RemoteModel("m", 0, sees),))
+    info = model_info(ModelConfig(path="http://127.0.0.1:8000/v1", backend="remote"), check, "m")
+    assert ("vision" in info.capabilities) is (sees is not False)  # unsaid: the server decides

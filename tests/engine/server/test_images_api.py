@@ -155,3 +155,33 @@ def test_responses_input_image_parts_reach_the_model(client: Any) -> None:
         client.responses.create(model="tiny-llava", max_output_tokens=4, input=[
             {"role": "system", "content": [image(data_url(PNG, "image/png"))]},
             {"role": "user", "content": QUESTION}])
+
+
+def test_the_remote_backend_sends_pictures_to_a_server_whose_model_sees(server: ApiServer) -> None:
+    """Hearth's remote backend against this server: the model list says which model sees; a picture goes as an
+    image_url part (its tokens are counted by the server), and a model listed as text-only is refused before."""
+    from engine.protocol import ChatMessage, ImagePart, LoadModel, SamplingParams, Submit, TurnFinished
+    from tests.engine.engine_harness import EngineHarness
+
+    def ask(harness: EngineHarness, chat_id: str, *images: bytes) -> TurnFinished:
+        mark = harness.mark()
+        harness.loop.send(Submit(chat_id, (ChatMessage("user", QUESTION, images=tuple(ImagePart(i) for i in images)),),
+                                 SamplingParams(temperature=0, max_new_tokens=3, ignore_eos=True)))
+        return harness.finished(chat_id, mark)
+
+    for model, sees in (("tiny-llava", True), ("tiny-llama", False)):
+        harness = EngineHarness()
+        try:
+            harness.loop.send(LoadModel(ModelConfig(path=server.url, backend="remote", remote_model=model, slots=2)))
+            loaded = harness.wait_loaded(timeout=60)
+            assert ("vision" in loaded.info.capabilities) is sees
+            if sees:
+                plain, seen = ask(harness, "plain"), ask(harness, "seen", PNG, JPEG)
+                assert plain.reason == seen.reason == "length", (plain.message, seen.message)
+                assert seen.stats.prompt_tokens == plain.stats.prompt_tokens + 2 * IMAGE_TOKENS
+            else:
+                refused = ask(harness, "refused", PNG)
+                assert refused.reason == "error" and refused.message == (
+                    f"This model cannot see images: {server.url.removesuffix('/v1')} lists tiny-llama as taking no pictures")
+        finally:
+            harness.close()
