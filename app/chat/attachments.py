@@ -12,6 +12,7 @@ under the data folder's documents/, deleted with the chat.
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -29,14 +30,17 @@ from PySide6.QtWidgets import (
 )
 
 from app.chat.attachment_worker import DocumentWorker, ReadFile
+from app.chat.document_vectors import Vectors
 from app.chat.flow_layout import FlowLayout
 from app.chat.pictures import PictureChip, clipboard_picture, is_picture_file, read_picture, remove_button
 from engine.documents.index import DocumentIndex, index_path
+from engine.documents.retrieval import Hit
 from engine.documents.prompt import Attachment, assemble, plan, room_left
 from engine.images import ImageError, can_see, cannot_see
 from engine.paths import user_path
 from engine.protocol import ChatMessage, ImagePart, ModelInfo
 
+log = logging.getLogger(__name__)
 DATA_DIR_ENV = "HEARTH_DATA_DIR"  # the folder the chat history uses
 _CHIP_CHARS = 80
 ANSWER_RESERVE_TOKENS = 1024  # kept free for the answer (a quarter of a small context at most)
@@ -89,19 +93,23 @@ class AttachmentsBar(QWidget):
 
     def __init__(self, chat_id: Callable[[], str], conversation: Callable[[], Sequence[ChatMessage]],
                  context_length: Callable[[], int], model_info: Callable[[], ModelInfo | None], input_box: QWidget,
-                 parent: QWidget | None = None) -> None:
+                 parent: QWidget | None = None, vectors: Callable[[], Vectors | None] = lambda: None) -> None:
         super().__init__(parent)
         self._chat_id, self._conversation, self._context_length = chat_id, conversation, context_length
         self._model_info = model_info
         self.chips: dict[int, AttachmentChip] = {}
         self.pictures: dict[int, PictureChip] = {}
         self._status: dict[int, str] = {}
+        self._notes: dict[int, str] = {}  # after indexing: why a file is searched by its words only
         self._next_key = 0
-        self.worker = DocumentWorker(self._index_file(), lambda: info.path if (info := model_info()) else "", self)
+        self._vectors = vectors
+        self.worker = DocumentWorker(self._index_file(), lambda: info.path if (info := model_info()) else "", self,
+                                     vectors)
         self.worker.progressed.connect(self._on_progress)
         self.worker.read.connect(self._on_read)
         self.worker.indexed.connect(self._on_indexed)
         self.worker.failed.connect(self._on_failed)
+        self.worker.words_only.connect(self._on_words_only)
         self.attach_button = QPushButton("Attach…", self)
         self.attach_button.setToolTip("Attach files to the next message (or drop or paste them into the input)")
         self.attach_button.clicked.connect(self._on_attach_clicked)
@@ -155,6 +163,7 @@ class AttachmentsBar(QWidget):
         if chip is not None:
             chip.deleteLater()
         self._status.pop(key, None)
+        self._notes.pop(key, None)
         self.refresh()
 
     def clear(self) -> None:
@@ -204,6 +213,11 @@ class AttachmentsBar(QWidget):
             self._status.pop(key, None)
             self.refresh()
 
+    def _on_words_only(self, key: int, why: str) -> None:
+        if key in self.chips:
+            self._notes[key] = why
+            self.refresh()
+
     def _on_failed(self, key: int, message: str) -> None:
         if key in self.chips:
             self.chips[key].error = message
@@ -226,7 +240,11 @@ class AttachmentsBar(QWidget):
         whole, _ = plan(self._attachments(), self.room())
         whole_names = {attachment.name for attachment in whole}
         for key, chip in self.chips.items():
-            chip.show_state("whole" if chip.name in whole_names else "searched", self._status.get(key, ""))
+            note = self._notes.get(key, "")
+            chip.show_state("whole" if chip.name in whole_names else "searched",
+                            self._status.get(key) or ("by words only" if note else ""))
+            if note and not chip.error:
+                chip.setToolTip(note)
         self.show_picture_states()
         self.changed.emit()
 
@@ -244,9 +262,19 @@ class AttachmentsBar(QWidget):
             return question
         count, _ = self.worker.counter()
         index = DocumentIndex(self._index_file())
+        vectors = self._vectors()
+
+        def search(text: str, doc_ids: Sequence[int], limit: int) -> list[Hit]:
+            ids = [i for i in doc_ids if i >= 0]
+            if vectors is not None and index.vector_model() == vectors.name:
+                try:
+                    return index.search(text, limit, ids, embed=vectors.embed, embed_model=vectors.name)
+                except Exception:  # the model went away: the words still find the passages
+                    log.warning("searching by meaning failed; by words only", exc_info=True)
+            return index.search(text, limit, ids)
+
         try:
-            prompt = assemble(question, attachments, self.room(), count,
-                              lambda text, doc_ids, limit: index.search(text, limit, [i for i in doc_ids if i >= 0]))
+            prompt = assemble(question, attachments, self.room(), count, search)
         finally:
             index.close()
         self.clear()

@@ -24,6 +24,7 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, 
 
 from app.bridge import ChatMessage, EngineBridge, ModelInfo, SamplingParams, TurnFinished
 from app.chat.attachments import AttachmentsBar
+from app.chat.document_vectors import Vectors, document_vectors
 from app.chat.citations import Citations
 from app.settings.store import Settings
 from app.chat.message_actions import MessageActions
@@ -36,6 +37,7 @@ from app.chat.thinking_stream import ThinkingStream
 from app.chat.title import title_from_text, title_from_user
 from app.chat.tool_round import ChatTools, add_result_card, answer_every_call, restore_cards, stored_labels
 from app.tools.service import ToolService
+from engine.paths import user_path
 
 FLUSH_INTERVAL_MS = 30
 Defaults = Callable[[], tuple[SamplingParams, str]]  # sampling, system prompt
@@ -187,7 +189,7 @@ class ChatTab(QWidget):
         bottom = QVBoxLayout()
         bottom.setContentsMargins(12, 0, 12, 0)
         self.attachments = AttachmentsBar(lambda: self.chat_id, lambda: self.messages, self._context_length,
-                                          self.model_info, self.input, self)
+                                          self.model_info, self.input, self, self._document_vectors)
         bottom.addWidget(self.attachments)
         self.message_actions.edit_started.connect(self.attachments.show_pictures)
         self.attachments.changed.connect(self._on_refusal_resolved)
@@ -406,6 +408,14 @@ class ChatTab(QWidget):
     def model_info(self) -> ModelInfo | None:
         """What the engine loaded for this chat (its own model, not the one loaded last); None while it loads."""
         return self._bridge.chat_model_info(self.chat_id)
+
+    def _document_vectors(self) -> Vectors | None:
+        """The embedding Settings asks attached documents to be searched with, besides their words."""
+        if self._settings is None:
+            return None
+        return document_vectors(self._settings.get("documents.embeddings"),
+                                user_path(self._settings.get("documents.embedding_model")), self.model_info(),
+                                lambda: self._bridge.engine_host)
 
     def _context_length(self) -> int:
         info = self.model_info()

@@ -29,6 +29,7 @@ from app.settings.models_options import default_budget_bytes, engine_options
 from app.settings.models_section import ModelsSection
 from app.settings.server_section import ServerSection
 from app.settings.tools_section import ToolsSection
+from app.settings.documents_section import DocumentsSection
 from app.settings.store import Settings, engine_inputs, remote_config, server_options
 from engine.catalog.default_model import default_model_path
 from engine.catalog.description import ModelDescription, ModelEntry
@@ -72,6 +73,7 @@ class SettingsDialog(QDialog):
         self.server = ServerSection()
         self.several = ModelsSection(default_budget_bytes(self._applied_config))
         self.tools = ToolsSection()
+        self.documents = DocumentsSection()
         self._applied_server = server_options(settings)
         self._build()
         if entries is not None:
@@ -88,6 +90,7 @@ class SettingsDialog(QDialog):
         left.addWidget(self.server)
         left.addWidget(self.several)
         left.addWidget(self.tools)
+        left.addWidget(self.documents)
         columns.addLayout(left, 2)
         columns.addWidget(self.form, 3)
         layout = QVBoxLayout(self)
@@ -200,6 +203,7 @@ class SettingsDialog(QDialog):
         self.server.load(self.settings)
         self.several.load(self.settings)
         self.tools.load(self.settings)
+        self.documents.load(self.settings)
         path = self.settings.get("model.path") or self.default_path
         if path and not self.open_model(path) and self.models.list.count():
             self.models.list.setCurrentRow(0)
@@ -213,6 +217,7 @@ class SettingsDialog(QDialog):
         self.server.collect(target)
         self.several.collect(target)
         self.tools.collect(target)
+        self.documents.collect(target)
 
     def apply(self) -> bool:
         """Save, then tell the window: a new ModelConfig only when the model must reload.
@@ -225,7 +230,9 @@ class SettingsDialog(QDialog):
             self.form.remote.result_label.setText(remote_problem)
         several_problem = self.several.problem()
         self.several.show_problem(several_problem)
-        if problem or remote_problem or several_problem:
+        documents_problem = self.documents.problem()
+        self.documents.show_problem(documents_problem)
+        if problem or remote_problem or several_problem or documents_problem:
             return False
         self.form.remote.save_key()  # before the config is built: it carries the key to the engine
         self.server.save_key()  # likewise for the server's options

@@ -106,6 +106,11 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("tools.result_limit", int, DEFAULT_RESULT_LIMIT, "Characters of one tool result the model is given; "
             "a longer result is cut with a note."),
     Setting("tools.max_rounds", int, 8, "Tool calls one answer may make in a row before the model must answer."),
+    # Attached documents (app/settings/documents_section.py shows them; app/chat/document_vectors.py uses them)
+    Setting("documents.embeddings", str, "off", "Search attached files by meaning as well as words: off (words, "
+            "BM25), gguf (the GGUF embedding model below), chat_model (the chat's own model).",
+            ("off", "gguf", "chat_model")),
+    Setting("documents.embedding_model", str, "", "The GGUF embedding model documents are searched with."),
     # Several models at once (app/settings/models_section.py shows them; app/settings/models_options.py uses them)
     Setting("models.keep_alive_min", float, 15.0, "Minutes an idle model stays loaded; -1: forever."),
     Setting("models.budget_gib", float, 0.0, "Memory all loaded models may use together, in GiB; 0: what the "

@@ -44,6 +44,9 @@ _SCHEMA = (
         heading, text, content='chunks', content_rowid='id', tokenize='unicode61 remove_diacritics 2')""",
     """CREATE TRIGGER IF NOT EXISTS chunks_fts_insert AFTER INSERT ON chunks BEGIN
         INSERT INTO chunks_fts(rowid, heading, text) VALUES (new.id, new.heading, new.text); END""",
+    # whose vectors chunks.vector holds: vectors of two models are not comparable, so there is one at a time
+    """CREATE TABLE IF NOT EXISTS vector_model (
+        one INTEGER PRIMARY KEY CHECK (one = 1), model TEXT NOT NULL)""",
     """CREATE TRIGGER IF NOT EXISTS chunks_fts_delete AFTER DELETE ON chunks BEGIN
         INSERT INTO chunks_fts(chunks_fts, rowid, heading, text) VALUES ('delete', old.id, old.heading, old.text);
     END""",
@@ -92,8 +95,12 @@ class DocumentIndex:
     def close(self) -> None:
         self._db.close()
 
-    def add(self, document: Document, on_progress: Progress | None = None, embed: Embed | None = None) -> int:
-        """Index `document` (or finish indexing it, if an earlier run was cut short); its id."""
+    def add(self, document: Document, on_progress: Progress | None = None, embed: Embed | None = None,
+            embed_model: str = "") -> int:
+        """Index `document` (or finish indexing it, if an earlier run was cut short); its id. With `embed`, each
+        chunk gets its vector as it is written (`embed_model` names the model; see embed_missing)."""
+        if embed is not None:
+            self._use_vector_model(embed_model)
         digest = digest_of(document)
         row = self._db.execute("SELECT id, pages_done, complete FROM documents WHERE digest = ?", (digest,)).fetchone()
         if row is None:
@@ -128,6 +135,37 @@ class DocumentIndex:
     def _transaction(self) -> _Transaction:
         return _Transaction(self._db)
 
+    def vector_model(self) -> str | None:
+        """The model whose vectors the chunks hold; None before any."""
+        row = self._db.execute("SELECT model FROM vector_model").fetchone()
+        return None if row is None else str(row[0])
+
+    def _use_vector_model(self, model: str) -> None:
+        """From now on vectors are `model`'s: another model's are dropped (they cannot be compared with its)."""
+        if self.vector_model() == model:
+            return
+        with self._transaction():
+            self._db.execute("UPDATE chunks SET vector = NULL WHERE vector IS NOT NULL")
+            self._db.execute("INSERT OR REPLACE INTO vector_model(one, model) VALUES (1, ?)", (model,))
+
+    def embed_missing(self, embed: Embed, model: str, on_progress: Progress | None = None,
+                      batch: int = 32) -> int:
+        """Give every chunk a vector from `model` (the chunks indexed without one, or with another model's);
+        resumable like indexing: each batch is one transaction. The number of chunks embedded."""
+        self._use_vector_model(model)
+        missing = [row[0] for row in self._db.execute("SELECT id FROM chunks WHERE vector IS NULL ORDER BY id")]
+        for start in range(0, len(missing), batch):
+            ids = missing[start:start + batch]
+            marks = ",".join("?" * len(ids))
+            texts = [row[0] for row in self._db.execute(f"SELECT text FROM chunks WHERE id IN ({marks}) ORDER BY id", ids)]
+            vectors = _vectors(embed, texts)
+            with self._transaction():
+                self._db.executemany("UPDATE chunks SET vector = ? WHERE id = ?",
+                                     [(vectors[i].tobytes(), chunk_id) for i, chunk_id in enumerate(ids)])
+            if on_progress is not None:
+                on_progress(start + len(ids), len(missing))
+        return len(missing)
+
     def documents(self) -> list[IndexedDocument]:
         rows = self._db.execute("SELECT id, name, kind, pages, pages_done, complete FROM documents ORDER BY id")
         return [IndexedDocument(r[0], r[1], r[2], r[3], r[4], bool(r[5])) for r in rows]
@@ -144,13 +182,14 @@ class DocumentIndex:
             self._db.execute("DELETE FROM documents WHERE id = ?", (doc_id,))
 
     def search(self, query: str, limit: int = 5, doc_ids: Sequence[int] | None = None,
-               embed: Embed | None = None) -> list[Hit]:
-        """The best chunks of complete documents for `query`: BM25, fused with vectors when `embed` is given."""
+               embed: Embed | None = None, embed_model: str | None = None) -> list[Hit]:
+        """The best chunks of complete documents for `query`: BM25, fused with vectors when `embed` is given
+        (and, where `embed_model` names it, only if the stored vectors are that model's)."""
         allowed = self._complete_ids(doc_ids)
         if not allowed:
             return []
         rankings = [self._bm25(query, allowed)]
-        if embed is not None:
+        if embed is not None and (embed_model is None or embed_model == self.vector_model()):
             rankings.append(self._nearest(embed, query, allowed))
         order = reciprocal_rank_fusion(rankings) if len(rankings) > 1 else rankings[0]
         return self._hits(order[:limit])

@@ -25,6 +25,7 @@ DOCUMENTED_DEFAULTS = {
     "model.batch_tokens": 512, "model.threads": 0, "model.gpu_layers": -1, "model.flash_attention": "auto",
     "model.kv_cache_type": "f16", "model.prompt_copy": "auto", "model.quantization": "none", "model.double_quant": False, "model.dtype": "auto",
     "model.device": "auto", "model.fast_decode": "auto", "model.recent": [], "model.projectors": {},
+    "documents.embeddings": "off", "documents.embedding_model": "",
     "sampling.temperature": 0.7,
     "sampling.top_k": 40,
     "sampling.top_p": 0.95, "sampling.min_p": 0.05, "sampling.repeat_penalty": 1.1, "sampling.max_new_tokens": 512,

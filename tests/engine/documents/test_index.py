@@ -113,3 +113,31 @@ def test_vectors_fused_with_bm25_find_what_words_miss(tmp_path: Path) -> None:
     fused = index.search("red automobile", limit=3, embed=_concept_embed)
     assert [hit.page for hit in index.search("red automobile", limit=3)] == [1, 3]
     assert fused[0].page == 1 and {hit.page for hit in fused} == {1, 2, 3}
+
+
+def test_vectors_added_later_belong_to_one_model_at_a_time(tmp_path: Path) -> None:
+    document = Document("mixed.txt", "text", (Page(1, "The car is red and fast."), Page(2, "A banana is yellow."),
+                                              Page(3, "Rain and weather all week.")))
+    index = DocumentIndex(tmp_path / "i.sqlite")
+    index.add(document)  # indexed before embeddings were turned on: words only
+    assert index.vector_model() is None
+    assert index.search("automobile", limit=1, embed=_concept_embed, embed_model="concepts") == []
+    done: list[tuple[int, int]] = []
+    assert index.embed_missing(_concept_embed, "concepts", lambda d, t: done.append((d, t)), batch=2) == 3
+    assert done == [(2, 3), (3, 3)] and index.vector_model() == "concepts"
+    assert [hit.page for hit in index.search("automobile", limit=1, embed=_concept_embed, embed_model="concepts")] == [1]
+    assert index.embed_missing(_concept_embed, "concepts") == 0  # nothing left to do
+
+    def reversed_concepts(texts: Sequence[str]) -> np.ndarray:
+        return _concept_embed(texts)[:, ::-1].copy()
+
+    # another model: the first one's vectors are dropped, not compared with the new ones
+    index.add(Document("more.txt", "text", (Page(1, "An automobile dealer."),)), embed=reversed_concepts,
+              embed_model="reversed")
+    assert index.vector_model() == "reversed"
+    assert index.search("automobile", limit=5, embed=_concept_embed, embed_model="concepts") == \
+        index.search("automobile", limit=5)  # the stored vectors are not this model's: words only
+    assert index.embed_missing(reversed_concepts, "reversed") == 3
+    assert {hit.document for hit in index.search("vehicle", limit=2, embed=reversed_concepts,
+                                                  embed_model="reversed")} == {"mixed.txt", "more.txt"}
+    index.close()

@@ -1,0 +1,95 @@
+"""Attached files searched by meaning as well as words, in the real window on the real default model: with
+Settings' GGUF embedding model or the chat's own model every chunk gets a vector in the chat's index, a
+question that shares no word with the file still gets its nearest passages, and a model that cannot embed
+leaves the file searched by its words, with the reason on its chip."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from app.chat.attachments import documents_folder
+from app.chat.document_vectors import EngineEmbedder
+from engine.documents.embedder import GgufEmbedder
+from engine.documents.index import DocumentIndex, index_path
+
+# no word of it is in the file: BM25 finds nothing, the vectors always rank the nearest chunks
+NO_SHARED_WORD = "Qzxv wplkt?"
+
+
+@pytest.fixture
+def long_text(tmp_path: Path) -> Path:
+    paragraphs = [f"Section {n}. The harbour master counts {n} barrels of lamp oil in the copper vault, "
+                  f"and writes the number {n} in the ledger before the tide turns." for n in range(1, 40)]
+    path = tmp_path / "ledger.txt"
+    path.write_text("\n\n".join(paragraphs), encoding="utf-8")
+    return path
+
+
+def attach_and_index(qtbot, tab, path: Path) -> None:  # type: ignore[no-untyped-def]
+    tab.attachments.attach([path])
+    qtbot.waitUntil(lambda: all(chip.doc_id is not None or chip.error for chip in tab.attachments.chips.values()),
+                    timeout=120_000)
+    tab.attachments.worker.wait()
+
+
+def stored_vectors(tab) -> tuple[str | None, list[int]]:  # type: ignore[no-untyped-def]
+    """The index's vector model and the length of each chunk's vector (0: none)."""
+    index = DocumentIndex(index_path(documents_folder(), tab.chat_id))
+    try:
+        rows = index._db.execute("SELECT vector FROM chunks ORDER BY id").fetchall()
+        return index.vector_model(), [0 if blob is None else len(blob) // 4 for (blob,) in rows]
+    finally:
+        index.close()
+
+
+@pytest.mark.parametrize("mode", ["gguf", "chat_model"])
+def test_every_chunk_gets_a_vector_and_a_wordless_question_finds_passages(qtbot, make_window, default_model: str,  # type: ignore[no-untyped-def]
+                                                                          long_text: Path, mode: str) -> None:
+    window = make_window(context_length=512)
+    window.settings.set("documents.embeddings", mode)
+    window.settings.set("documents.embedding_model", default_model)
+    tab = window.current_tab()
+    attach_and_index(qtbot, tab, long_text)
+    [chip] = tab.attachments.chips.values()
+    assert chip.label.text().endswith(" · searched"), chip.label.text()
+    model, sizes = stored_vectors(tab)
+    assert model == (f"gguf:{default_model}" if mode == "gguf" else f"model:{default_model}")
+    assert len(sizes) > 3 and set(sizes) == {576}  # SmolLM2-135M's width, every chunk
+    assert "\n\n[1] ledger.txt" in tab.attachments.message_text(NO_SHARED_WORD)
+    window.settings.set("documents.embeddings", "off")  # by words: the same question finds nothing
+    attach_and_index(qtbot, tab, long_text)
+    assert "\n\n[1] ledger.txt" not in tab.attachments.message_text(NO_SHARED_WORD)
+
+
+def test_a_model_that_cannot_embed_leaves_the_words(qtbot, make_window, default_model: str, long_text: Path,  # type: ignore[no-untyped-def]
+                                                    tmp_path: Path) -> None:
+    broken = tmp_path / "half-embedder.gguf"
+    data = Path(default_model).read_bytes()
+    broken.write_bytes(data[: len(data) // 3])
+    window = make_window(context_length=512)
+    window.settings.set("documents.embeddings", "gguf")
+    window.settings.set("documents.embedding_model", str(broken))
+    tab = window.current_tab()
+    attach_and_index(qtbot, tab, long_text)
+    [chip] = tab.attachments.chips.values()
+    qtbot.waitUntil(lambda: chip.label.text().endswith(" · searched · by words only"), timeout=10_000)
+    assert chip.toolTip().startswith(f"Searched by its words only: {broken} made no vectors (")
+    assert stored_vectors(tab)[1] and set(stored_vectors(tab)[1]) == {0}
+    assert "\n\n[1] ledger.txt" in tab.attachments.message_text("How many barrels of lamp oil?")
+
+
+def test_the_worker_and_the_engine_make_the_same_vectors(qtbot, make_window, default_model: str) -> None:  # type: ignore[no-untyped-def]
+    window = make_window()
+    texts = ["The harbour master counts barrels.", "A recipe for bread."]
+    from_engine = EngineEmbedder(window.bridge.engine_host, default_model)(texts)
+    embedder = GgufEmbedder(default_model, threads=1)
+    try:
+        from_file = embedder(texts)
+    finally:
+        embedder.close()
+    assert from_engine.shape == from_file.shape == (2, 576)
+    assert np.allclose(from_engine, from_file, atol=1e-3)
+    assert not np.allclose(from_file[0], from_file[1], atol=1e-2)
