@@ -52,6 +52,9 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--documents", action="store_true",
                         help="attached documents: indexing pages/s, retrieval latency, first token with and without")
     parser.add_argument("--pages", type=int, default=300, help="--documents: pages of the PDF written (default 300)")
+    parser.add_argument("--embedding-model", default="",
+                        help="--documents: a GGUF embedding model to index and fuse with (Settings > Documents); "
+                             "default a hashed bag of words, which measures the fusion alone")
     parser.add_argument("--speculative-only", action="store_true",
                         help="run only the speculative case (drafts off and on) and no baseline")
     parser.add_argument("--constrained", action="store_true",

@@ -210,7 +210,21 @@ def test_documents_mode_writes_its_figures(default_model: str, tmp_path: Path, c
     assert 0 < figures["retrieval_ms_p50"] <= figures["retrieval_ms_p99"]
     assert 0 < figures["fused_retrieval_ms_p50"] <= figures["fused_retrieval_ms_p99"]
     assert figures["ttft_ms_with"] > 0 and figures["ttft_ms_without"] > 0 and figures["citations"] >= 1
+    assert figures["chunks"] >= 30 and figures["vectors_pages_per_s"] > 0
+    assert figures["embedding_model"] == "hashed bag of words (stand-in)"
     assert "pages/s" in capsys.readouterr().out
+
+
+def test_documents_mode_with_a_gguf_embedding_model(default_model: str, tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "documents.json"
+    argv = ["--documents", "--pages", "3", "--repeat", "1", "--model", default_model, "--threads", "1",
+            "--embedding-model", default_model, "--json", str(out)]
+    assert bench.main(argv) == 0
+    figures = json.loads(out.read_text())["documents"]
+    assert figures["embedding_model"] == default_model and figures["chunks"] >= 3
+    assert 0 < figures["fused_retrieval_ms_p50"] <= figures["fused_retrieval_ms_p99"]
+    assert f"vectors ({default_model}): {figures['chunks']} chunks at" in capsys.readouterr().out
 
 
 def test_two_models_alone_and_together_the_load_on_demand_and_the_interleaving(
