@@ -22,7 +22,7 @@ NO_SHARED_WORD = "Qzxv wplkt?"
 @pytest.fixture
 def long_text(tmp_path: Path) -> Path:
     paragraphs = [f"Section {n}. The harbour master counts {n} barrels of lamp oil in the copper vault, "
-                  f"and writes the number {n} in the ledger before the tide turns." for n in range(1, 40)]
+                  f"and writes the number {n} in the ledger before the tide turns." for n in range(1, 21)]
     path = tmp_path / "ledger.txt"
     path.write_text("\n\n".join(paragraphs), encoding="utf-8")
     return path
@@ -57,7 +57,7 @@ def test_every_chunk_gets_a_vector_and_a_wordless_question_finds_passages(qtbot,
     assert chip.label.text().endswith(" · searched"), chip.label.text()
     model, sizes = stored_vectors(tab)
     assert model == (f"gguf:{default_model}" if mode == "gguf" else f"model:{default_model}")
-    assert len(sizes) > 3 and set(sizes) == {576}  # SmolLM2-135M's width, every chunk
+    assert len(sizes) >= 3 and set(sizes) == {576}  # SmolLM2-135M's width, every chunk
     assert "\n\n[1] ledger.txt" in tab.attachments.message_text(NO_SHARED_WORD)
     window.settings.set("documents.embeddings", "off")  # by words: the same question finds nothing
     attach_and_index(qtbot, tab, long_text)
