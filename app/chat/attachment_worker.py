@@ -58,6 +58,7 @@ class DocumentWorker(QObject):
         self._threads: list[threading.Thread] = []
         self._counters: dict[str, CountTokens] = {}
         self._lock = threading.Lock()  # one thread loads a model's vocabulary; the others wait for it
+        self._embedding = threading.Lock()  # one embedding job at a time: they share the model
 
     def add(self, key: int, path: Path) -> None:
         model, vectors = self._model_path(), self._vectors()
@@ -84,11 +85,12 @@ class DocumentWorker(QObject):
             index = DocumentIndex(self._index_file)
             try:
                 doc_id = index.add(document, lambda done, total: self.progressed.emit(key, "indexing", done / total))
+                self.indexed.emit(key, doc_id)  # searched by its words from now on
                 if vectors is not None:
                     self._embed(key, index, vectors)
+                    self.indexed.emit(key, doc_id)  # and by meaning: "embedding 40%" leaves the chip
             finally:
                 index.close()
-            self.indexed.emit(key, doc_id)
         except ExtractionError as error:
             self.failed.emit(key, str(error))
         except Exception as error:  # a bug or a full disk: a sentence on the chip, never a dead window
@@ -98,7 +100,7 @@ class DocumentWorker(QObject):
     def _embed(self, key: int, index: DocumentIndex, vectors: Vectors) -> None:
         """Vectors for every chunk still without this model's (the new file's, and any earlier file's)."""
         try:
-            with self._lock:  # one embedding job at a time: they share the model
+            with self._embedding:
                 index.embed_missing(vectors.embed, vectors.name,
                                     lambda done, total: self.progressed.emit(key, "embedding", done / total))
         except Exception as error:  # a model that cannot embed: the file is still searched by its words

@@ -93,3 +93,34 @@ def test_the_worker_and_the_engine_make_the_same_vectors(qtbot, make_window, def
     assert from_engine.shape == from_file.shape == (2, 576)
     assert np.allclose(from_engine, from_file, atol=1e-3)
     assert not np.allclose(from_file[0], from_file[1], atol=1e-2)
+
+
+def test_a_file_is_searched_by_words_while_its_vectors_are_made(qtbot, tmp_path: Path, long_text: Path) -> None:  # type: ignore[no-untyped-def]
+    import threading
+
+    from app.chat.attachment_worker import DocumentWorker
+    from app.chat.document_vectors import Vectors
+
+    release, asked = threading.Event(), threading.Event()
+
+    def slow_embed(texts):  # type: ignore[no-untyped-def]
+        asked.set()
+        assert release.wait(30)
+        return np.ones((len(texts), 4), dtype=np.float32)
+
+    worker = DocumentWorker(tmp_path / "chat.documents.sqlite", lambda: "", vectors=lambda: Vectors(slow_embed, "slow"))
+    indexed: list[int] = []
+    stages: list[str] = []
+    worker.indexed.connect(lambda key, doc_id: indexed.append(doc_id))
+    worker.progressed.connect(lambda key, what, share: stages.append(what))
+    worker.add(0, long_text)
+    qtbot.waitUntil(lambda: bool(indexed) and asked.is_set(), timeout=20_000)
+    index = DocumentIndex(tmp_path / "chat.documents.sqlite")
+    try:
+        assert [hit.document for hit in index.search("lamp oil barrels", 1, indexed)] == ["ledger.txt"]
+    finally:
+        index.close()
+    release.set()
+    worker.wait()
+    qtbot.waitUntil(lambda: len(indexed) == 2 and "embedding" in stages, timeout=10_000)
+    assert indexed[0] == indexed[1]
