@@ -19,6 +19,7 @@ from typing import Any, Callable, Mapping, Sequence
 from PySide6.QtCore import QObject, Signal, Slot
 
 from engine.clients import EngineHost
+from engine.embed_client import EngineEmbedder
 from engine.protocol import (
     Cancel,
     ChatError,
@@ -144,6 +145,10 @@ class EngineBridge(QObject):
     def engine_host(self) -> EngineHost:
         """The engine this window shares with its other clients (the local API server)."""
         return self._host
+
+    def embedder(self, model_path: str) -> EngineEmbedder:
+        """Texts to vectors with a loaded model, for a thread that may wait (the document worker)."""
+        return EngineEmbedder(self._host, model_path)
 
     # ------------------------------------------------------------ GUI -> engine
 

@@ -11,17 +11,14 @@ model's vectors than the index's is searched by words until the next file brings
 from __future__ import annotations
 
 import threading
-import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from engine.clients import EngineHost
 from engine.documents.retrieval import Embed as EmbedTexts
-from engine.protocol import Embed, Embedded, Event, ModelInfo
+from engine.protocol import ModelInfo
 
-ENGINE_TIMEOUT_S = 300.0  # a big batch of chunks between chat steps
 _embedders: dict[str, object] = {}
 _embedders_lock = threading.Lock()
 
@@ -35,12 +32,12 @@ class Vectors:
 
 
 def document_vectors(mode: str, gguf_path: str, model: ModelInfo | None,
-                     host: Callable[[], EngineHost]) -> Vectors | None:
+                     engine_embedder: Callable[[str], EmbedTexts]) -> Vectors | None:
     """The vectors the settings ask for, or None: off, no model chosen, or a model that cannot embed here."""
     if mode == "gguf" and gguf_path:
         return Vectors(lambda texts: _gguf(gguf_path)(texts), f"gguf:{gguf_path}")
     if mode == "chat_model" and model is not None and model.backend != "remote":
-        return Vectors(EngineEmbedder(host(), model.path), f"model:{model.path}")
+        return Vectors(engine_embedder(model.path), f"model:{model.path}")
     return None
 
 
@@ -53,30 +50,3 @@ def _gguf(path: str) -> Callable[[Sequence[str]], np.ndarray]:
         if found is None:
             found = _embedders[path] = GgufEmbedder(path)
     return found  # type: ignore[return-value]
-
-
-class EngineEmbedder:
-    """Texts to vectors with a model the engine has loaded; callable from any thread but the engine's."""
-
-    def __init__(self, host: EngineHost, model_path: str, timeout_s: float = ENGINE_TIMEOUT_S) -> None:
-        self.host, self.model_path, self.timeout_s = host, model_path, timeout_s
-
-    def __call__(self, texts: Sequence[str]) -> np.ndarray:
-        answered = threading.Event()
-        answers: list[Embedded] = []
-
-        def on_event(event: Event) -> None:
-            if isinstance(event, Embedded):
-                answers.append(event)
-                answered.set()
-
-        client = self.host.attach(f"documents-{uuid.uuid4().hex[:8]}", on_event, one_turn_chats=True)
-        try:
-            client.send(Embed(f"documents-{uuid.uuid4().hex}", tuple(texts), model=self.model_path))
-            if not answered.wait(self.timeout_s):
-                raise RuntimeError(f"the model made no vectors in {self.timeout_s:.0f} s")
-        finally:
-            client.detach()
-        if answers[0].message:
-            raise RuntimeError(answers[0].message)
-        return np.array(answers[0].vectors, dtype=np.float32)

@@ -415,7 +415,7 @@ class ChatTab(QWidget):
             return None
         return document_vectors(self._settings.get("documents.embeddings"),
                                 user_path(self._settings.get("documents.embedding_model")), self.model_info(),
-                                lambda: self._bridge.engine_host)
+                                self._bridge.embedder)
 
     def _context_length(self) -> int:
         info = self.model_info()

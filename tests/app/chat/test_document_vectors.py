@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 
 from app.chat.attachments import documents_folder
-from app.chat.document_vectors import EngineEmbedder
 from engine.documents.embedder import GgufEmbedder
 from engine.documents.index import DocumentIndex, index_path
 
@@ -84,7 +83,7 @@ def test_a_model_that_cannot_embed_leaves_the_words(qtbot, make_window, default_
 def test_the_worker_and_the_engine_make_the_same_vectors(qtbot, make_window, default_model: str) -> None:  # type: ignore[no-untyped-def]
     window = make_window()
     texts = ["The harbour master counts barrels.", "A recipe for bread."]
-    from_engine = EngineEmbedder(window.bridge.engine_host, default_model)(texts)
+    from_engine = window.bridge.embedder(default_model)(texts)
     embedder = GgufEmbedder(default_model, threads=1)
     try:
         from_file = embedder(texts)
