@@ -415,7 +415,7 @@ class ChatTab(QWidget):
             return None
         return document_vectors(self._settings.get("documents.embeddings"),
                                 user_path(self._settings.get("documents.embedding_model")), self.model_info(),
-                                self._bridge.embedder)
+                                lambda path: self._bridge.embedder(path))
 
     def _context_length(self) -> int:
         info = self.model_info()
