@@ -15,11 +15,9 @@ from typing import Any, Literal, Union
 
 from pydantic import ConfigDict, Field
 
-from engine.images import ImageError, from_url
 from engine.protocol import ChatMessage, Constraint, ImagePart, SamplingParams, Submit, ToolCall, ToolSpec
 from engine.server import tooling
-from engine.server.errors import ApiError
-from engine.server.schema import _Strict
+from engine.server.schema import _Strict, picture_at
 
 
 class ContentPart(_Strict):
@@ -195,9 +193,5 @@ def _images(content: str | list[ContentPart] | None, param: str) -> tuple[ImageP
             why = ("there are no stored files here: send the picture itself" if part.file_id else
                    "an input_image part carries the picture")
             raise tooling.bad(f"{where}.image_url", f"{why} as image_url \"data:image/png;base64,...\".")
-        try:
-            images.append(from_url(part.image_url))
-        except ImageError as error:
-            raise ApiError(400, f"'{where}.image_url': {error}.", param=f"{where}.image_url",
-                           code="invalid_image") from error
+        images.append(picture_at(part.image_url, f"{where}.image_url"))
     return tuple(images)

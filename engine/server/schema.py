@@ -223,11 +223,16 @@ def images_of(content: str | list[TextPart] | None, param: str) -> tuple[ImagePa
         url = part.image_url.get("url") if isinstance(part.image_url, dict) else part.image_url
         if not isinstance(url, str):
             raise ApiError(400, f"'{where}': an image_url part is {{\"url\": \"data:image/png;base64,...\"}}.", param=where)
-        try:
-            images.append(from_url(url))
-        except ImageError as error:
-            raise ApiError(400, f"'{where}': {error}.", param=where, code="invalid_image") from error
+        images.append(picture_at(url, where))
     return tuple(images)
+
+
+def picture_at(url: str, where: str) -> ImagePart:
+    """A data: URL's picture, or the 400 that names `where` (every API's image parts)."""
+    try:
+        return from_url(url)
+    except ImageError as error:
+        raise ApiError(400, f"'{where}': {error}.", param=where, code="invalid_image") from error
 
 
 def completion_prompt(request: CompletionRequest) -> str:
