@@ -70,7 +70,7 @@ class Scheduler:
         if setup.forced_call and not setup.in_reasoning and params.constraint is None and setup.tools is not None:
             # "required" or a named tool: the answer is the call from its first token on
             params = replace(params, constraint=whole_answer(
-                setup.tools, setup.tool_specs, setup.tool_choice, setup.parallel_tool_calls))
+                setup.tools, setup.tool_specs, setup.tool_choice, setup.parallel_tool_calls, dict(setup.output.special_tokens)))
         sequence = Sequence(chat_id, prompt, params, self.runner.detokenizer(), setup=setup)
         if params.constraint is not None:
             try:

@@ -129,10 +129,12 @@ class Sequence:
             return None
         if setup.forced_call and not self.parser.in_reasoning:
             self._tools_constrained = True
-            return whole_answer(setup.tools, setup.tool_specs, setup.tool_choice, setup.parallel_tool_calls)
+            return whole_answer(setup.tools, setup.tool_specs, setup.tool_choice, setup.parallel_tool_calls,
+                                dict(setup.output.special_tokens))
         if setup.tool_choice == "auto" and self.parser.call_just_opened:
             self._tools_constrained = True
-            return after_open(setup.tools, setup.tool_specs, setup.tool_choice, setup.parallel_tool_calls)
+            return after_open(setup.tools, setup.tool_specs, setup.tool_choice, setup.parallel_tool_calls,
+                              dict(setup.output.special_tokens))
         return None
 
     def calls_are_done(self) -> bool:

@@ -5,7 +5,11 @@ tool_choice "required" or a tool's name: the answer is the call(s) from its firs
 of that call is constrained (`after_open`, installed from the next token, as llama-server's grammar
 triggers do), so a started call still always parses and its arguments match the tool's schema.
 Each call's object is `{name_key: "<the name>", arguments_key: <the tool's parameters schema>}`
-(name first, so the call can stream as soon as it starts); the markers are written as text.
+(name first, so the call can stream as soon as it starts). A marker that is one special token of the
+vocabulary (Qwen's `<tool_call>`, Llama's `<|python_tag|>`, Mistral's `[TOOL_CALLS]` and `[ARGS]`,
+harmony's `<|channel|>`) is named in the grammar by its token id, so the model writes that token, as
+it was trained to: as a quoted literal it could only be spelled in pieces, since llguidance keeps
+special tokens out of text. The other markers, and the text around special ones, are literals.
 After the last call the grammar ends, and a finished constraint ends the turn. Parallel calls stop at
 MAX_CALLS_PER_TURN (a small model left free repeats its call until max_tokens); without parallel calls
 the grammar is one call.
@@ -14,7 +18,7 @@ the grammar is one call.
 from __future__ import annotations
 
 import json
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from engine.constraints.grammar import JSON_OPTIONS
 from engine.parsing.formats import ToolCallFormat
@@ -24,14 +28,19 @@ WHITESPACE = r"/[ \t\r\n]*/"
 MAX_CALLS_PER_TURN = 8  # parallel calls one answer may make; the scheduler stops a free turn there too
 
 
-def whole_answer(call_format: ToolCallFormat, tools: Sequence[ToolSpec], choice: str, parallel: bool) -> Constraint:
+Specials = Mapping[str, int]  # marker text -> its special token's id (OutputFormat.special_tokens)
+
+
+def whole_answer(call_format: ToolCallFormat, tools: Sequence[ToolSpec], choice: str, parallel: bool,
+                 specials: Specials | None = None) -> Constraint:
     """The whole answer is one call (or several where `parallel`), each opened by its marker."""
-    return Constraint("lark", _grammar(call_format, _chosen(tools, choice), parallel, opened=False))
+    return Constraint("lark", _grammar(call_format, _chosen(tools, choice), parallel, False, specials or {}))
 
 
-def after_open(call_format: ToolCallFormat, tools: Sequence[ToolSpec], choice: str, parallel: bool) -> Constraint:
+def after_open(call_format: ToolCallFormat, tools: Sequence[ToolSpec], choice: str, parallel: bool,
+               specials: Specials | None = None) -> Constraint:
     """What follows an opening marker the model has just written: the rest of the call(s)."""
-    return Constraint("lark", _grammar(call_format, _chosen(tools, choice), parallel, opened=True))
+    return Constraint("lark", _grammar(call_format, _chosen(tools, choice), parallel, True, specials or {}))
 
 
 def _chosen(tools: Sequence[ToolSpec], choice: str) -> Sequence[ToolSpec]:
@@ -39,21 +48,23 @@ def _chosen(tools: Sequence[ToolSpec], choice: str) -> Sequence[ToolSpec]:
     return named or tools
 
 
-def _grammar(call_format: ToolCallFormat, tools: Sequence[ToolSpec], parallel: bool, opened: bool) -> str:
+def _grammar(call_format: ToolCallFormat, tools: Sequence[ToolSpec], parallel: bool, opened: bool,
+             specials: Specials) -> str:
     rules = [f"body: {' | '.join(f'body_{i}' for i in range(len(tools)))}"]
     for index, spec in enumerate(tools):
-        rules.append(f"body_{index}: {_body(call_format, spec)}")
+        rules.append(f"body_{index}: {_body(call_format, spec, specials)}")
     # harmony's <|call|> is an end-of-generation token: the finished grammar ends the turn instead
-    close = "" if call_format.family == "harmony" else _literal(call_format.close)
-    open_marker = _literal(call_format.open)
+    close = "" if call_format.family == "harmony" else literal(call_format.close, specials)
+    open_marker = literal(call_format.open, specials)
     if call_format.style == "json_array":
-        calls = f'"[" body ({_literal(", ")} body){_more()} "]"' if parallel else '"[" body "]"'
+        calls = f'"[" body ({literal(", ")} body){_more()} "]"' if parallel else '"[" body "]"'
         first = f"{WHITESPACE} {calls}" if opened else f"{WHITESPACE} {open_marker} {WHITESPACE} {calls}"
         return "\n".join([f"start: {first}", *rules]) + "\n"
     rest = f"{WHITESPACE} body {WHITESPACE} {close}".rstrip()
     call = f"{open_marker} {rest}"
     first = rest if opened else f"{WHITESPACE} {call}"
-    more = f" ({_literal(call_format.separator)} call){_more()}" if parallel and call_format.parallel else ""
+    separator = literal(call_format.separator, specials)
+    more = f" ({separator} call){_more()}" if parallel and call_format.parallel else ""
     return "\n".join([f"start: {first}{more}", f"call: {call}", *rules]) + "\n"
 
 
@@ -62,10 +73,11 @@ def _more() -> str:
     return f"{{0,{MAX_CALLS_PER_TURN - 1}}}"
 
 
-def _body(call_format: ToolCallFormat, spec: ToolSpec) -> str:
+def _body(call_format: ToolCallFormat, spec: ToolSpec, specials: Specials) -> str:
     arguments = _parameters(spec)
     if call_format.style == "name_args":
-        return f"{_literal(spec.name)} {_literal(call_format.args_marker)} %json {json.dumps(_strict(arguments))}"
+        marker = literal(call_format.args_marker, specials)
+        return f"{literal(spec.name)} {marker} %json {json.dumps(_strict(arguments))}"
     schema = {"type": "object", "properties": {call_format.name_key: {"const": spec.name},
                                                call_format.arguments_key: arguments},
               "required": [call_format.name_key, call_format.arguments_key], "additionalProperties": False}
@@ -85,5 +97,18 @@ def _parameters(spec: ToolSpec) -> dict[str, Any]:
     return parameters if isinstance(parameters, dict) else {"type": "object"}
 
 
-def _literal(text: str) -> str:
-    return json.dumps(text) if text else ""
+def literal(text: str, specials: Specials | None = None) -> str:
+    """`text` as a Lark sequence: its special tokens by id (`<[151657]>`), the text between them quoted."""
+    pieces: list[str] = []
+    rest = text
+    while rest:
+        found = [(rest.find(marker), marker) for marker in (specials or {}) if marker in rest]
+        if not found:
+            pieces.append(json.dumps(rest))
+            break
+        at, marker = min(found, key=lambda hit: (hit[0], -len(hit[1])))
+        if at:
+            pieces.append(json.dumps(rest[:at]))
+        pieces.append(f"<[{(specials or {})[marker]}]>")
+        rest = rest[at + len(marker) :]
+    return " ".join(pieces)

@@ -12,15 +12,17 @@ its switches are the variables (enable_thinking, reasoning_effort) whose values 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
 from engine.chat_template import render_chat
-from engine.parsing.formats import OutputFormat, ReasoningFormat, ToolCallFormat
+from engine.parsing.formats import FALLBACK_TOOL_FORMAT, OutputFormat, ReasoningFormat, ToolCallFormat
 from engine.protocol import ChatMessage, ToolCall, ToolSpec
 
 SingleToken = Callable[[str], bool]  # whether a text is one token of the vocabulary
+SpecialId = Callable[[str], "int | None"]  # the id of the special token a text is, else None
 
 PROBE_NAME = "hearth_probe_tool"
 PROBE_ARGUMENTS = {"probe_argument": "probe value"}
@@ -53,8 +55,10 @@ class _Renderer:
             return None
 
 
-def detect_format(template: str | None, single_token: SingleToken, bos: str = "", eos: str = "") -> OutputFormat:
-    """The model's OutputFormat; the plain one where it has no template."""
+def detect_format(template: str | None, single_token: SingleToken, bos: str = "", eos: str = "",
+                  special_id: SpecialId | None = None) -> OutputFormat:
+    """The model's OutputFormat; the plain one where it has no template. `special_id`: which texts the
+    vocabulary holds as special tokens (a grammar must name those by id); None: none."""
     if not template:
         return OutputFormat()
     render = _Renderer(template, bos, eos)
@@ -62,7 +66,9 @@ def detect_format(template: str | None, single_token: SingleToken, bos: str = ""
     tools = _tool_format(render, harmony)
     reasoning = _reasoning_format(template, render, single_token, harmony)
     markers = _marker_texts(tools, reasoning, harmony, single_token)
-    return OutputFormat(tools=tools, reasoning=reasoning, harmony=harmony, marker_texts=markers)
+    specials = _special_tokens(tools, reasoning, harmony, special_id) if special_id is not None else ()
+    return OutputFormat(tools=tools, reasoning=reasoning, harmony=harmony, marker_texts=markers,
+                        special_tokens=specials)
 
 
 def starts_in_reasoning(prompt: str, output: OutputFormat) -> bool:
@@ -241,6 +247,28 @@ def _empty_thought(prompt: str, open_marker: str, close_marker: str) -> str:
         return ""
     written_after = prompt[len(stripped):]
     return "\n\n"[len(written_after):] + close_marker + "\n\n" if written_after in ("", "\n") else ""
+
+
+MARKER_LIKE = re.compile(r"<\|[^<>|]*\|>|<｜[^<>｜]*｜>|\[/?[A-Z_]+\]|</?[A-Za-z_]+>")
+
+
+def _special_tokens(tools: ToolCallFormat | None, reasoning: ReasoningFormat | None, harmony: bool,
+                    special_id: SpecialId) -> tuple[tuple[str, int], ...]:
+    """Each marker, and each marker-like piece of one, that is a special token of the vocabulary."""
+    texts: list[str] = [*HARMONY_TOKENS, "<|call|>"] if harmony else []
+    for call_format in (tools, FALLBACK_TOOL_FORMAT):
+        if call_format is not None:
+            texts += [call_format.open, call_format.close, call_format.args_marker, call_format.separator,
+                      *call_format.alternative_opens]
+    if reasoning is not None:
+        texts += [reasoning.open, reasoning.close]
+    pieces = [piece for text in texts if text for piece in (text.strip(), *MARKER_LIKE.findall(text))]
+    found: dict[str, int] = {}
+    for piece in dict.fromkeys(pieces):
+        token = special_id(piece) if piece else None
+        if token is not None:
+            found[piece] = token
+    return tuple(found.items())
 
 
 def _marker_texts(tools: ToolCallFormat | None, reasoning: ReasoningFormat | None, harmony: bool,

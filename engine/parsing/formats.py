@@ -67,6 +67,9 @@ class OutputFormat:
     # Special tokens the detokenizer must render as text (the markers above that are single control
     # tokens of the vocabulary); every other control token keeps rendering as nothing.
     marker_texts: tuple[str, ...] = field(default=())
+    # Marker texts (or parts of them: harmony's `<|channel|>`) that are one special token of the
+    # vocabulary, with its id: grammars name these by id, since a special token is never text to them.
+    special_tokens: tuple[tuple[str, int], ...] = field(default=())
 
     @property
     def capabilities(self) -> tuple[str, ...]:

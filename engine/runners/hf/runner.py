@@ -55,6 +55,7 @@ from engine.runners.hf.text import (
     end_of_generation_ids,
     hidden_special_ids,
     single_token_ids,
+    special_token_id,
     tokenizer_adds_bos,
 )
 from engine.runners.hf.vision import Pictures
@@ -102,7 +103,7 @@ class HfRunner:
         self._loaded = loaded
         self.output_format = detect_format(chat_template(self.tokenizer), lambda text: len(
             self.tokenizer.encode(text, add_special_tokens=False)) == 1, self.tokenizer.bos_token or "",
-            self.tokenizer.eos_token or "")
+            self.tokenizer.eos_token or "", lambda text: special_token_id(self.tokenizer, text))
         self._hidden_ids = hidden_special_ids(self.tokenizer, self.output_format.marker_texts)
         self._pictures: Pictures | None = None
         capabilities = self.output_format.capabilities

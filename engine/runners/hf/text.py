@@ -58,6 +58,16 @@ def chat_template(tokenizer: Any) -> str | None:
     return template
 
 
+def special_token_id(tokenizer: Any, text: str) -> int | None:
+    """The id of `text` where it is one added token marked special: llguidance keeps those out of text,
+    so a grammar names them by id (an added token not marked special, Qwen's `<tool_call>`, is text)."""
+    ids = tokenizer.encode(text, add_special_tokens=False)
+    if len(ids) != 1:
+        return None
+    added = getattr(tokenizer, "added_tokens_decoder", {}).get(int(ids[0]))
+    return int(ids[0]) if added is not None and getattr(added, "special", False) else None
+
+
 def hidden_special_ids(tokenizer: Any, shown: Sequence[str]) -> set[int]:
     """The special tokens a decoded answer leaves out: all of them but the markers the output parser reads."""
     shown_ids = single_token_ids(tokenizer, shown)

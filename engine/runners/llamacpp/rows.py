@@ -53,25 +53,41 @@ class SampledRows:
         return token
 
     def _tokenizer(self) -> LLTokenizer:
-        """llguidance's view of the GGUF's vocabulary, as its llguidance.llamacpp adapter builds it (that one
-        calls a deprecated llama.cpp function once per token): each token's bytes, control tokens marked
-        with a leading 0xff so that no grammar writes them as text, and llama.cpp's own tokenizer."""
-        ends = [token for token in range(self._n_vocab) if self._end_of_generation(token)]
-        pieces = [_marked_piece(self._vocab, token) for token in range(self._n_vocab)]
-        tokenize = ctypes.cast(llama_cpp.llama_cpp._lib.llama_tokenize, ctypes.c_void_p).value
-        return LLTokenizer.from_llamacpp(tokens=pieces, vocab_ptr=self._vocab, tokenize_fptr=tokenize,  # type: ignore[attr-defined]
-                                         eos_token=ends, slices=None)
+        return llguidance_tokenizer(self._vocab, self._n_vocab, self._end_of_generation)
+
+
+def llguidance_tokenizer(vocab: int, n_vocab: int, end_of_generation: Callable[[int], bool]) -> LLTokenizer:
+    """llguidance's view of the GGUF's vocabulary, as its llguidance.llamacpp adapter builds it (that one
+    calls a deprecated llama.cpp function once per token): each token's bytes, special tokens marked
+    with a leading 0xff so that no grammar writes them as text, and llama.cpp's own tokenizer."""
+    ends = [token for token in range(n_vocab) if end_of_generation(token)]
+    pieces = [_marked_piece(vocab, token) for token in range(n_vocab)]
+    tokenize = ctypes.cast(llama_cpp.llama_cpp._lib.llama_tokenize, ctypes.c_void_p).value
+    return LLTokenizer.from_llamacpp(tokens=pieces, vocab_ptr=vocab, tokenize_fptr=tokenize,  # type: ignore[attr-defined]
+                                     eos_token=ends, slices=None)
 
 
 def _marked_piece(vocab: int, token: int) -> bytes:
+    piece = _special_piece(vocab, token)
+    return b"\xff" + piece if is_special(vocab, token, piece) else piece
+
+
+def _special_piece(vocab: int, token: int) -> bytes:
     buffer = ctypes.create_string_buffer(256)
     length = llama_cpp.llama_token_to_piece(vocab, token, buffer, len(buffer), 0, True)
     if length < 0:
         buffer = ctypes.create_string_buffer(-length)
         length = llama_cpp.llama_token_to_piece(vocab, token, buffer, len(buffer), 0, True)
-    piece = buffer.raw[: max(length, 0)]
+    return buffer.raw[: max(length, 0)]
+
+
+def is_special(vocab: int, token: int, piece: bytes | None = None) -> bool:
+    """Whether llguidance's view of the vocabulary keeps `token` out of text: control tokens, and
+    user-defined ones written like markers (`<tool_call>`, `<|channel|>`): a grammar names these by id."""
     attributes = llama_cpp.llama_vocab_get_attr(vocab, token)
-    user_defined_marker = attributes & llama_cpp.LLAMA_TOKEN_ATTR_USER_DEFINED and piece[:1] == b"<" and piece[-1:] == b">"
-    if attributes & llama_cpp.LLAMA_TOKEN_ATTR_CONTROL or user_defined_marker:
-        return b"\xff" + piece
-    return piece
+    if attributes & llama_cpp.LLAMA_TOKEN_ATTR_CONTROL:
+        return True
+    if not attributes & llama_cpp.LLAMA_TOKEN_ATTR_USER_DEFINED:
+        return False
+    piece = _special_piece(vocab, token) if piece is None else piece
+    return piece[:1] == b"<" and piece[-1:] == b">"

@@ -54,6 +54,7 @@ from engine.runners.llamacpp.prompt_copy import PromptReader
 from engine.runners.llamacpp.prompt_reading import prompt_reader
 from engine.runners.llamacpp.rows import SampledRows
 from engine.runners.llamacpp.sampling import sampler_chain
+from engine.runners.llamacpp.vocabulary import special_id, tokenize
 
 
 class LlamaCppRunner:
@@ -94,7 +95,8 @@ class LlamaCppRunner:
         self.end_markers = end_markers(self._template)
         self._marker_tokens = {ids[0] for ids in map(self._tokens, self.end_markers) if len(ids) == 1}
         self.output_format = detect_format(self._template, lambda text: len(self._tokens(text)) == 1,
-                                           self._bos_text, self._eos_text)
+                                           self._bos_text, self._eos_text,
+                                           lambda text: special_id(self._vocab, text))
         # The markers the parser reads are shown even where they are control tokens; other control tokens not.
         self._shown_controls = {self._tokens(text)[0] for text in self.output_format.marker_texts}
         self.pictures = pictures  # a vision projector's context (pictures.py), or None
@@ -163,17 +165,7 @@ class LlamaCppRunner:
         return self._tokens(text, add_special=not (self._adds_bos and writes_bos))
 
     def _tokens(self, text: str, add_special: bool = False) -> list[int]:
-        data = text.encode("utf-8")
-        size = len(data) + 8
-        tokens = (llama_cpp.llama_token * size)()
-        count = llama_cpp.llama_tokenize(self._vocab, data, len(data), tokens, size, add_special, True)
-        if count < 0:
-            size = -count
-            tokens = (llama_cpp.llama_token * size)()
-            count = llama_cpp.llama_tokenize(self._vocab, data, len(data), tokens, size, add_special, True)
-        if count < 0:
-            raise RunnerError(f"The text could not be tokenized ({len(data)} bytes).")
-        return list(tokens[:count])
+        return tokenize(self._vocab, text, add_special)
 
     def detokenizer(self) -> ByteDetokenizer:
         return ByteDetokenizer(self._piece)

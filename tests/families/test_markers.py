@@ -1,0 +1,87 @@
+"""Token by token, model-free: each family fixture's markers are its vocabulary's own special tokens,
+and a forced tool call is written with those tokens, not spelled in pieces."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from llguidance import LLMatcher
+from llguidance.numpy import allocate_token_bitmask, fill_next_token_bitmask
+
+from engine.constraints.grammar import grammar_for
+from engine.parsing.call_grammar import whole_answer
+from engine.parsing.harmony import HarmonyParser
+from engine.parsing.stream import OutputParser
+from engine.protocol import ToolSpec
+from tests.families.recipes import FAMILIES
+from tests.families.vocab_view import FamilyVocabulary, family_vocabulary
+
+WEATHER = ToolSpec("get_weather", "The weather in a city.", json.dumps(
+    {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}))
+ARGUMENTS = '{"city": "Paris"}'
+# family -> the call as the family writes it: pieces, each a special token's text or plain text
+CALLS = {
+    "qwen3": ["<tool_call>", '\n{"name": "get_weather", "arguments": ' + ARGUMENTS + "}\n", "</tool_call>"],
+    "qwen2_5": ["<tool_call>", '\n{"name": "get_weather", "arguments": ' + ARGUMENTS + "}\n", "</tool_call>"],
+    "llama3_1": ['{"name": "get_weather", "parameters": ' + ARGUMENTS + "}"],
+    "mistral_nemo": ["[TOOL_CALLS]", '[{"name": "get_weather", "arguments": ' + ARGUMENTS + "}]"],
+    "devstral": ["[TOOL_CALLS]", "get_weather", "[ARGS]", ARGUMENTS],
+    "ministral_reasoning": ["[TOOL_CALLS]", "get_weather", "[ARGS]", ARGUMENTS],
+    "gpt_oss": ["<|channel|>", "commentary to=functions.get_weather ", "<|constrain|>", "json", "<|message|>",
+                ARGUMENTS],
+}
+
+
+def vocabulary(name: str) -> FamilyVocabulary:
+    return family_vocabulary(name)
+
+
+def tokens_of(family: FamilyVocabulary, pieces: list[str]) -> list[int]:
+    specials = dict(family.output.special_tokens)
+    ids: list[int] = []
+    for piece in pieces:
+        ids += [specials[piece]] if piece in specials else family.tokens(piece)
+    return ids
+
+
+def allowed_first(family: FamilyVocabulary, matcher: LLMatcher) -> set[int]:
+    mask = allocate_token_bitmask(1, family.llguidance.vocab_size)
+    fill_next_token_bitmask(matcher, mask, 0)
+    bits = np.unpackbits(mask[0].view(np.uint8), bitorder="little")[: family.n_vocab]
+    return set(np.flatnonzero(bits).tolist())
+
+
+@pytest.mark.parametrize("name", [name for name, family in FAMILIES.items() if family.markers])
+def test_each_fixture_holds_its_markers_as_single_special_tokens(name: str) -> None:
+    family = vocabulary(name)
+    specials = dict(family.output.special_tokens)
+    for marker in FAMILIES[name].markers:
+        token = family.id_of(marker)
+        if marker in specials:
+            assert specials[marker] == token
+
+
+@pytest.mark.parametrize("name", sorted(CALLS))
+def test_a_forced_call_is_written_in_the_families_own_tokens_and_parses(name: str) -> None:
+    family = vocabulary(name)
+    call_format = family.output.tools
+    assert call_format is not None, f"{name}: no tool format found in its template"
+    constraint = whole_answer(call_format, (WEATHER,), "get_weather", False, dict(family.output.special_tokens))
+    matcher = LLMatcher(family.llguidance, grammar_for(constraint), log_level=0)
+    assert not matcher.is_error(), matcher.get_error()
+    call = tokens_of(family, CALLS[name])
+    first = allowed_first(family, matcher)
+    assert call[0] in first
+    if call_format.open:  # the marker's own token, never its first character as text
+        opening = call_format.open[0]
+        assert not any(family.tokens(opening)[0] == token for token in first), f"{name}: {opening!r} may start it"
+    for token in call:
+        assert matcher.consume_token(token), f"{name}: token {token} refused after {call[: call.index(token)]}"
+    assert matcher.is_accepting()
+    text = "".join(CALLS[name])
+    parser = HarmonyParser() if family.output.harmony else OutputParser(family.output, call_format)
+    parser.feed(text)
+    parser.finish()
+    assert [(c.name, json.loads(c.arguments)) for c in parser.calls] == [("get_weather", {"city": "Paris"})]
