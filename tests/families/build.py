@@ -43,7 +43,9 @@ def family_model(name: str) -> Path:
     return target
 
 
-def write_model(target: Path, family: Family, vocabulary: Vocabulary, template: str, seed: int = 0) -> Path:
+def write_model(target: Path, family: Family, vocabulary: Vocabulary, template: str, seed: int = 0,
+                fields: dict[str, Any] | None = None) -> Path:
+    """`fields`: more metadata (int, float, bool or str values), e.g. a pooling type."""
     import gguf
 
     shape = shape_for(vocabulary)
@@ -61,6 +63,7 @@ def write_model(target: Path, family: Family, vocabulary: Vocabulary, template: 
     writer.add_file_type(gguf.LlamaFileType.MOSTLY_Q8_0)
     _add_vocabulary(writer, vocabulary)
     writer.add_chat_template(template)
+    _add_scalars(writer, fields or {})
     specs = llama_tensors(shape, {"token_embd.weight": "Q8_0"})
     rng = np.random.default_rng(seed)
     tensors = [random_tensor(spec, rng) for spec in specs]
@@ -83,9 +86,11 @@ def _add_vocabulary(writer: Any, vocabulary: Vocabulary) -> None:
         writer.add_token_merges(list(vocabulary.merges))
     if vocabulary.scores:
         writer.add_token_scores(list(vocabulary.scores))
-    for key, value in vocabulary.scalars.items():
-        if key == "tokenizer.chat_template":
-            continue
+    _add_scalars(writer, {key: value for key, value in vocabulary.scalars.items() if key != "tokenizer.chat_template"})
+
+
+def _add_scalars(writer: Any, fields: dict[str, Any]) -> None:
+    for key, value in fields.items():
         if isinstance(value, bool):
             writer.add_bool(key, value)
         elif isinstance(value, int):

@@ -44,10 +44,7 @@ class Vocabulary:
 
 
 def from_gguf(path: Path) -> Vocabulary:
-    import gguf
-
-    reader = gguf.GGUFReader(path)
-    fields = {name: value.contents() for name, value in reader.fields.items() if name.startswith("tokenizer.ggml.")}
+    fields = {name: value for name, value in read_fields(path).items() if name.startswith("tokenizer.ggml.")}
     return Vocabulary(
         model=str(fields.pop("tokenizer.ggml.model")), pre=str(fields.pop("tokenizer.ggml.pre", "default")),
         tokens=tuple(fields.pop("tokenizer.ggml.tokens")), types=tuple(int(t) for t in fields.pop("tokenizer.ggml.token_type")),
@@ -112,6 +109,48 @@ def _byte_alphabet() -> list[str]:
 
 
 # ---------------------------------------------------------------- the files the sources hold
+
+_SCALARS = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q", 11: "<q", 12: "<d"}
+_STRING, _ARRAY = 8, 9
+
+
+def read_fields(path: Path) -> dict[str, Any]:
+    """A GGUF's metadata (key -> value), read straight from its header: gguf's GGUFReader takes ~20 s on a
+    262k-token vocabulary, this a second."""
+    data = path.read_bytes()
+    magic, _version, _tensors, count = struct.unpack_from("<4sIQQ", data)
+    if magic != b"GGUF":
+        raise ValueError(f"{path} is not a GGUF file")
+    at, fields = 24, {}
+    for _ in range(count):
+        key, at = _string(data, at)
+        (kind,) = struct.unpack_from("<I", data, at)
+        fields[key], at = _value(data, at + 4, kind)
+    return fields
+
+
+def _string(data: bytes, at: int) -> tuple[str, int]:
+    (length,) = struct.unpack_from("<Q", data, at)
+    return data[at + 8 : at + 8 + length].decode("utf-8"), at + 8 + length
+
+
+def _value(data: bytes, at: int, kind: int) -> tuple[Any, int]:
+    if kind == _STRING:
+        return _string(data, at)
+    if kind == _ARRAY:
+        item, length = struct.unpack_from("<IQ", data, at)
+        at += 12
+        if item in _SCALARS:
+            size = struct.calcsize(_SCALARS[item])
+            values = struct.unpack_from(f"<{length}{_SCALARS[item][1]}", data, at)
+            return list(values), at + size * length
+        items = []
+        for _ in range(length):
+            value, at = _value(data, at, item)
+            items.append(value)
+        return items, at
+    (value,) = struct.unpack_from(_SCALARS[kind], data, at)
+    return value, at + struct.calcsize(_SCALARS[kind])
 
 
 def read_tekken(path: Path) -> list[bytes]:

@@ -1,10 +1,13 @@
-"""Embeddings from a llama.cpp model: a context of its own in embeddings mode, mean pooling.
+"""Embeddings from a llama.cpp model: a context of its own in embeddings mode, pooled as the model says.
 
 The chats' context computes logits and keeps each chat's cache; an embedding wants
 neither, and pooling needs the whole text in one physical batch. So the runner
 makes this second context on the first request (weights shared, a small cache
-of one text's length) and frees it with the model. Vectors are scaled to unit
-length, as OpenAI's and llama-server's are, so a dot product is the cosine.
+of one text's length) and frees it with the model. The pooling is the one the GGUF
+names (`{arch}.pooling_type`: CLS for bge, the last token for Qwen3-Embedding, mean
+for nomic), as llama-server reads it; a chat model names none and is mean-pooled.
+Vectors are scaled to unit length, as OpenAI's and llama-server's are, so a dot
+product is the cosine.
 """
 
 from __future__ import annotations
@@ -16,11 +19,27 @@ import numpy as np
 
 from engine.runners.base import RunnerError
 from engine.runners.llamacpp.batch import put_tokens
+from engine.runners.llamacpp.info import meta
 from engine.runners.vectors import unit_length
 
 
+POOLINGS = {llama_cpp.LLAMA_POOLING_TYPE_MEAN: "mean", llama_cpp.LLAMA_POOLING_TYPE_CLS: "cls",
+            llama_cpp.LLAMA_POOLING_TYPE_LAST: "last"}
+
+
+def pooling_of(model: int) -> int:
+    """The pooling the GGUF names; mean where it names none (a generative model) or one not for vectors
+    (rank: a reranker's score)."""
+    architecture = meta(model, "general.architecture") or ""
+    try:
+        named = int(meta(model, f"{architecture}.pooling_type") or -1)
+    except ValueError:
+        named = -1
+    return named if named in POOLINGS else llama_cpp.LLAMA_POOLING_TYPE_MEAN
+
+
 class LlamaEmbedder:
-    """One context with embeddings on and mean pooling, for texts of up to `max_tokens` tokens."""
+    """One context with embeddings on and the model's pooling, for texts of up to `max_tokens` tokens."""
 
     def __init__(self, model: int, max_tokens: int, threads: int) -> None:
         params = llama_cpp.llama_context_default_params()
@@ -28,7 +47,7 @@ class LlamaEmbedder:
         params.n_seq_max = 1
         params.n_threads = params.n_threads_batch = threads
         params.embeddings = True
-        params.pooling_type = llama_cpp.LLAMA_POOLING_TYPE_MEAN
+        params.pooling_type = self.pooling = pooling_of(model)
         params.no_perf = True
         context = llama_cpp.llama_init_from_model(model, params)
         if not context:
