@@ -52,7 +52,10 @@ def _grammar(call_format: ToolCallFormat, tools: Sequence[ToolSpec], parallel: b
              specials: Specials) -> str:
     rules = [f"body: {' | '.join(f'body_{i}' for i in range(len(tools)))}"]
     for index, spec in enumerate(tools):
-        rules.append(f"body_{index}: {_body(call_format, spec, specials)}")
+        if call_format.style == "xml":
+            rules += xml_rules(f"body_{index}", spec.name, _parameters(spec))
+        else:
+            rules.append(f"body_{index}: {_body(call_format, spec, specials)}")
     # harmony's <|call|> is an end-of-generation token: the finished grammar ends the turn instead
     close = "" if call_format.family == "harmony" else literal(call_format.close, specials)
     open_marker = literal(call_format.open, specials)
@@ -82,6 +85,27 @@ def _body(call_format: ToolCallFormat, spec: ToolSpec, specials: Specials) -> st
                                                call_format.arguments_key: arguments},
               "required": [call_format.name_key, call_format.arguments_key], "additionalProperties": False}
     return f"%json {json.dumps(_strict(schema))}"
+
+
+def xml_rules(rule: str, name: str, parameters: dict[str, Any]) -> list[str]:
+    """Qwen3-Coder's call body: `<function=NAME>`, each parameter in the schema's order (the required ones
+    always, the others optional), `</function>`. A string value is free text up to its closing tag (a
+    lazy rule that stops there); any other value is JSON of its own schema."""
+    properties = parameters.get("properties") if isinstance(parameters.get("properties"), dict) else {}
+    required = set(parameters.get("required") or ())
+    parts, rules = [], []
+    for number, (key, schema) in enumerate(properties.items()):
+        value = f"{rule}_v{number}"
+        if isinstance(schema, dict) and schema.get("type") == "string":
+            rules.append(f'{value}[stop={json.dumps(chr(10) + "</parameter>" + chr(10))}]: /(.|\\n)*/')
+            parameter = f"{literal(f'<parameter={key}>' + chr(10))} {value}"
+        else:
+            sub = schema if isinstance(schema, dict) else {}
+            rules.append(f"{value}: %json {json.dumps(_strict(sub))}")
+            parameter = f"{literal(f'<parameter={key}>' + chr(10))} {value} {literal(chr(10) + '</parameter>' + chr(10))}"
+        parts.append(parameter if key in required else f"({parameter})?")
+    body = " ".join([literal(f"<function={name}>" + "\n"), *parts, literal("</function>")])
+    return [f"{rule}: {body}", *rules]
 
 
 def _strict(schema: dict[str, Any]) -> dict[str, Any]:

@@ -10,10 +10,11 @@ from __future__ import annotations
 from engine.parsing.formats import ToolCallFormat
 from engine.parsing.json_call import CallObject, JsonDepth
 from engine.parsing.parts import CallArguments, CallDone, CallStarted, Part, new_call_id
+from engine.parsing.xml_call import XmlCall
 from engine.protocol import ToolCall
 
-ANSWER, REASONING, CALL, AFTER_CALL, ARRAY, NAME, ARGS = (
-    "answer", "reasoning", "call", "after_call", "array", "name", "args")
+ANSWER, REASONING, CALL, AFTER_CALL, ARRAY, NAME, ARGS, XML = (
+    "answer", "reasoning", "call", "after_call", "array", "name", "args", "xml")
 
 
 class CallModes:
@@ -26,9 +27,11 @@ class CallModes:
     _answer_started: bool
     _opened_now: bool
     _trim_answer: bool
+    _properties: dict[str, dict]  # each tool's parameter schemas (XML values are typed by them)
 
     def _init_calls(self) -> None:
         self._call: CallObject | None = None
+        self._xml: XmlCall | None = None
         self._call_open = False  # CallStarted was sent for self._call
         self._bare_arguments: JsonDepth | None = None  # style name_args: the arguments object itself
         self._name = ""
@@ -44,6 +47,8 @@ class CallModes:
             self._mode = ARRAY
         elif style == "name_args":
             self._mode, self._name = NAME, ""
+        elif style == "xml":
+            self._mode, self._xml = XML, XmlCall(self._properties)
         else:
             self._start_object()
 
@@ -111,7 +116,7 @@ class CallModes:
             index = len(self._call_ids) - 1
             self.calls.append(ToolCall(self._call_ids[index], self._name, self._arguments[index]))
             self._parts.append(CallDone(index))
-        self._call, self._call_open, self._bare_arguments = None, False, None
+        self._call, self._call_open, self._bare_arguments, self._xml = None, False, None, None
         self._trim_answer = True
 
     def _after_call(self) -> bool:
@@ -176,3 +181,21 @@ class CallModes:
         self._add_arguments(self._pending)
         self._pending = ""
         return False
+
+    def _in_xml(self) -> bool:
+        """Qwen3-Coder's <function=NAME><parameter=KEY>…</parameter></function> (xml_call.py)."""
+        call = self._xml
+        assert call is not None
+        call.feed(self._pending)
+        self._pending = ""
+        if call.name is not None and not self._call_open:
+            self._begin_call(call.name)
+        fragment = call.take_arguments()
+        if fragment:
+            self._add_arguments(fragment)
+        if not call.done:
+            return False
+        self._pending = call.leftover
+        self._end_call()
+        self._mode = AFTER_CALL
+        return True

@@ -92,7 +92,7 @@ def _tool_format(render: _Renderer, harmony: bool) -> ToolCallFormat | None:
         return None
     answer, one = turns
     end_of_turn = answer.split(PROBE_ANSWER, 1)[1].strip()
-    found = _json_call(one, end_of_turn, render.template) or _name_args_call(one, end_of_turn)
+    found = _xml_call(one, end_of_turn) or _json_call(one, end_of_turn, render.template) or _name_args_call(one, end_of_turn)
     if found is None:
         return None
     two = _assistant_turns(render, ChatMessage("assistant", PROBE_ANSWER),
@@ -161,6 +161,17 @@ def _is_probe_arguments(value: Any) -> bool:
         except ValueError:
             return False
     return value == PROBE_ARGUMENTS
+
+
+def _xml_call(turn: str, end_of_turn: str) -> ToolCallFormat | None:
+    """<tool_call>\n<function=name>\n<parameter=key>\nvalue\n</parameter>\n</function>\n</tool_call>."""
+    head = f"<function={PROBE_NAME}>"
+    at, end = turn.find(head), turn.find("</function>")
+    parameter = f"<parameter={next(iter(PROBE_ARGUMENTS))}>"
+    if at < 0 or end < 0 or parameter not in turn[at:end]:
+        return None
+    return ToolCallFormat(family="qwen3_xml", style="xml", open=turn[:at].strip(),
+                          close=_strip_end(turn[end + len("</function>") :], end_of_turn))
 
 
 def _name_args_call(turn: str, end_of_turn: str) -> ToolCallFormat | None:

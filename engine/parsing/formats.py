@@ -8,6 +8,8 @@ Mistral's newer `[TOOL_CALLS]name[ARGS]{...}`), or a JSON array of such objects 
 (style "json_array", Mistral's `[TOOL_CALLS][{...}, {...}]`). Harmony (gpt-oss) is "name_args" too:
 open `<|channel|>commentary to=functions.`, the name, args_marker ` <|constrain|>json<|message|>`, the
 arguments, close `<|call|>` (an end-of-generation token: the turn ends with the call).
+Style "xml" is Qwen3-Coder's: `<tool_call>` then `<function=NAME>`, a `<parameter=KEY>…</parameter>` per
+argument and `</function>`, then `</tool_call>` (engine/parsing/xml_call.py reads the body).
 Several calls in a row are joined by `separator` (between one call's close and the next's open;
 inside the array for "json_array").
 """
@@ -17,14 +19,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-ToolCallStyle = Literal["json", "json_array", "name_args"]
+ToolCallStyle = Literal["json", "json_array", "name_args", "xml"]
 
 
 @dataclass(frozen=True)
 class ToolCallFormat:
     """Where a call starts and ends in the output and how its body is written."""
 
-    family: str  # for people and logs: "hermes", "llama3_json", "mistral", "mistral_args", "harmony", "fallback"
+    family: str  # for people and logs: "hermes", "llama3_json", "mistral", "mistral_args", "harmony", "qwen3_xml", "fallback"
     style: ToolCallStyle
     open: str  # marks the start of a call ("<tool_call>", "[TOOL_CALLS]", "" where the JSON itself begins it)
     close: str = ""  # marks its end ("</tool_call>"; "" where the object's end or the turn's end does)

@@ -53,7 +53,7 @@ class TurnSetup:
     def parser(self) -> OutputParser | HarmonyParser:
         if self.output.harmony:
             return HarmonyParser(self.in_reasoning)
-        return OutputParser(self.output, self.tools, self.in_reasoning)
+        return OutputParser(self.output, self.tools, self.in_reasoning, self.tool_specs)
 
 
 def prepare_turn(render: Render, output: OutputFormat, submit: Submit) -> tuple[str, TurnSetup]:

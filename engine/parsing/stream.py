@@ -23,19 +23,24 @@ from engine.parsing.call_modes import (
     CALL,
     NAME,
     REASONING,
+    XML,
     CallModes,
 )
 from engine.parsing.formats import OutputFormat, ToolCallFormat
 from engine.parsing.markers import earliest, json_call_start, partial_tail
 from engine.parsing.parts import AnswerText, Part, ReasoningPart
+from engine.parsing.xml_call import properties_by_tool
+from engine.protocol import ToolSpec
 
 
 class OutputParser(CallModes):
     """Inline markers: <think>…</think>, [THINK]…[/THINK], <tool_call>{…}</tool_call>, [TOOL_CALLS]…, JSON calls."""
 
-    def __init__(self, output: OutputFormat, tools: ToolCallFormat | None = None, in_reasoning: bool = False) -> None:
+    def __init__(self, output: OutputFormat, tools: ToolCallFormat | None = None, in_reasoning: bool = False,
+                 tool_specs: tuple[ToolSpec, ...] = ()) -> None:
         self._reasoning = output.reasoning
         self._tools = tools
+        self._properties = properties_by_tool(tool_specs)
         self._mode = REASONING if in_reasoning and self._reasoning is not None else ANSWER
         self._pending = ""
         self._parts: list[Part] = []
@@ -60,7 +65,7 @@ class OutputParser(CallModes):
         """The last piece ended right after a call's opening marker (whitespace at most after it): the
         rest of the call can be constrained from the next token on (engine/parsing/call_grammar.py)."""
         fresh = self._call is None or not self._call.raw
-        return self._opened_now and fresh and self._mode in (CALL, ARRAY, NAME) and not self._pending.strip()
+        return self._opened_now and fresh and self._mode in (CALL, ARRAY, NAME, XML) and not self._pending.strip()
 
     def feed(self, text: str) -> list[Part]:
         self._opened_now = False
@@ -71,7 +76,7 @@ class OutputParser(CallModes):
 
     def finish(self) -> list[Part]:
         """The turn ended: settle what is held (the module docstring says how)."""
-        if self._mode in (CALL, ARGS, NAME) and self._call_open:
+        if self._mode in (CALL, ARGS, NAME, XML) and self._call_open:
             self._end_call()
         elif self._mode == REASONING and self._pending:
             self._emit_reasoning(self._pending[: len(self._pending) - partial_tail(self._pending, [self._reasoning_close])])
@@ -93,7 +98,8 @@ class OutputParser(CallModes):
     def _advance(self) -> bool:
         """Consume what the current mode can; False when it must wait for more text."""
         handler = {ANSWER: self._in_answer, REASONING: self._in_reasoning, CALL: self._in_call,
-                   AFTER_CALL: self._after_call, ARRAY: self._in_array, NAME: self._in_name, ARGS: self._in_arguments}
+                   AFTER_CALL: self._after_call, ARRAY: self._in_array, NAME: self._in_name, ARGS: self._in_arguments,
+                   XML: self._in_xml}
         return handler[self._mode]()
 
     @property

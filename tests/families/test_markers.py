@@ -24,6 +24,8 @@ ARGUMENTS = '{"city": "Paris"}'
 # family -> the call as the family writes it: pieces, each a special token's text or plain text
 CALLS = {
     "qwen3": ["<tool_call>", '\n{"name": "get_weather", "arguments": ' + ARGUMENTS + "}\n", "</tool_call>"],
+    "qwen3_coder": ["<tool_call>", "\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n</function>\n",
+                    "</tool_call>"],
     "qwen2_5": ["<tool_call>", '\n{"name": "get_weather", "arguments": ' + ARGUMENTS + "}\n", "</tool_call>"],
     "llama3_1": ['{"name": "get_weather", "parameters": ' + ARGUMENTS + "}"],
     "mistral_nemo": ["[TOOL_CALLS]", '[{"name": "get_weather", "arguments": ' + ARGUMENTS + "}]"],
@@ -81,7 +83,7 @@ def test_a_forced_call_is_written_in_the_families_own_tokens_and_parses(name: st
         assert matcher.consume_token(token), f"{name}: token {token} refused after {call[: call.index(token)]}"
     assert matcher.is_accepting()
     text = "".join(CALLS[name])
-    parser = HarmonyParser() if family.output.harmony else OutputParser(family.output, call_format)
+    parser = HarmonyParser() if family.output.harmony else OutputParser(family.output, call_format, False, (WEATHER,))
     parser.feed(text)
     parser.finish()
     assert [(c.name, json.loads(c.arguments)) for c in parser.calls] == [("get_weather", {"city": "Paris"})]
