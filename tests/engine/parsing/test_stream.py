@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from engine.parsing.detect import HARMONY_TOOLS
+from engine.parsing.detect_calls import HARMONY_TOOLS
 from engine.parsing.formats import (
     FALLBACK_TOOL_FORMAT,
     OutputFormat,
