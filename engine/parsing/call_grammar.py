@@ -65,10 +65,12 @@ def _grammar(call_format: ToolCallFormat, tools: Sequence[ToolSpec], parallel: b
         return "\n".join([f"start: {first}", *rules]) + "\n"
     rest = f"{WHITESPACE} body {WHITESPACE} {close}".rstrip()
     call = f"{open_marker} {rest}"
-    first = rest if opened else f"{WHITESPACE} {call}"
+    wrapper_open, wrapper_close = literal(call_format.calls_open, specials), literal(call_format.calls_close, specials)
+    first = rest if opened else f"{WHITESPACE} {wrapper_open} {call}"
     separator = literal(call_format.separator, specials)
     more = f" ({separator} call){_more()}" if parallel and call_format.parallel else ""
-    return "\n".join([f"start: {first}{more}", f"call: {call}", *rules]) + "\n"
+    end = f" {WHITESPACE} {wrapper_close}" if wrapper_close else ""
+    return "\n".join([f"start: {first}{more}{end}", f"call: {call}", *rules]) + "\n"
 
 
 def _more() -> str:

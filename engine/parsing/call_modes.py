@@ -13,8 +13,8 @@ from engine.parsing.parts import CallArguments, CallDone, CallStarted, Part, new
 from engine.parsing.xml_call import XmlCall
 from engine.protocol import ToolCall
 
-ANSWER, REASONING, CALL, AFTER_CALL, ARRAY, NAME, ARGS, XML = (
-    "answer", "reasoning", "call", "after_call", "array", "name", "args", "xml")
+ANSWER, REASONING, CALL, AFTER_CALL, ARRAY, NAME, ARGS, XML, BETWEEN = (
+    "answer", "reasoning", "call", "after_call", "array", "name", "args", "xml", "between")
 
 
 class CallModes:
@@ -125,7 +125,8 @@ class CallModes:
         stripped = self._pending.lstrip()
         close = self._tools.close
         if close and stripped.startswith(close):
-            self._pending, self._mode = stripped[len(close) :], ANSWER
+            self._pending = stripped[len(close) :]
+            self._mode = BETWEEN if self._tools.calls_close else ANSWER
             return True
         if close and close.startswith(stripped):
             return False
@@ -198,4 +199,21 @@ class CallModes:
         self._pending = call.leftover
         self._end_call()
         self._mode = AFTER_CALL
+        return True
+
+    def _between_calls(self) -> bool:
+        """Inside a wrapper of calls (DeepSeek's): the next call's own open, or the wrapper's close."""
+        assert self._tools is not None
+        stripped = self._pending.lstrip()
+        own_open, wrapper_close = self._tools.open, self._tools.calls_close
+        if stripped.startswith(wrapper_close):
+            self._pending, self._mode = stripped[len(wrapper_close) :], ANSWER
+            return True
+        if stripped.startswith(own_open):
+            self._pending = stripped[len(own_open) :]
+            self._open_call()
+            return True
+        if not stripped or wrapper_close.startswith(stripped) or own_open.startswith(stripped):
+            return False
+        self._pending, self._mode = stripped, ANSWER
         return True

@@ -6,11 +6,10 @@ its switches are the variables (enable_thinking, reasoning_effort) whose values 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 
 from engine.parsing.detect_calls import QUESTION, Renderer, tool_format
-from engine.parsing.formats import FALLBACK_TOOL_FORMAT, OutputFormat, ReasoningFormat, ToolCallFormat
+from engine.parsing.formats import FALLBACK_TOOL_FORMAT, MARKER_LIKE, OutputFormat, ReasoningFormat, ToolCallFormat
 
 SingleToken = Callable[[str], bool]  # whether a text is one token of the vocabulary
 SpecialId = Callable[[str], "int | None"]  # the id of the special token a text is, else None
@@ -79,9 +78,6 @@ def _empty_thought(prompt: str, open_marker: str, close_marker: str) -> str:
     return "\n\n"[len(written_after):] + close_marker + "\n\n" if written_after in ("", "\n") else ""
 
 
-MARKER_LIKE = re.compile(r"<\|[^<>|]*\|>|<｜[^<>｜]*｜>|\[/?[A-Z_]+\]|</?[A-Za-z_]+>")
-
-
 def _special_tokens(tools: ToolCallFormat | None, reasoning: ReasoningFormat | None, harmony: bool,
                     special_id: SpecialId) -> tuple[tuple[str, int], ...]:
     """Each marker, and each marker-like piece of one, that is a special token of the vocabulary."""
@@ -89,7 +85,7 @@ def _special_tokens(tools: ToolCallFormat | None, reasoning: ReasoningFormat | N
     for call_format in (tools, FALLBACK_TOOL_FORMAT):
         if call_format is not None:
             texts += [call_format.open, call_format.close, call_format.args_marker, call_format.separator,
-                      *call_format.alternative_opens]
+                      call_format.calls_open, call_format.calls_close, *call_format.alternative_opens]
     if reasoning is not None:
         texts += [reasoning.open, reasoning.close]
     pieces = [piece for text in texts if text for piece in (text.strip(), *MARKER_LIKE.findall(text))]
@@ -108,7 +104,10 @@ def _marker_texts(tools: ToolCallFormat | None, reasoning: ReasoningFormat | Non
     if reasoning is not None and not harmony:
         candidates += [reasoning.open, reasoning.close]
     if tools is not None and not harmony:
-        candidates += [tools.open, tools.close, tools.args_marker, *tools.alternative_opens]
+        markers = [tools.open, tools.close, tools.args_marker, tools.calls_open, tools.calls_close,
+                   *tools.alternative_opens]
+        # and the marker-like pieces of compound markers (DeepSeek's <｜tool▁call▁begin｜>function<｜tool▁sep｜>)
+        candidates += markers + [piece for marker in markers for piece in MARKER_LIKE.findall(marker)]
     # The fallback prompt's Hermes markers are often single tokens too (Qwen's vocabulary has them)
     candidates += ["<tool_call>", "</tool_call>"]
     return tuple(dict.fromkeys(text for text in candidates if text and single_token(text)))

@@ -13,11 +13,12 @@ the definitions then go in a system prompt that shows the template's own way of 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import replace
 from typing import Any
 
 from engine.chat_template import render_chat
-from engine.parsing.formats import ToolCallFormat
+from engine.parsing.formats import MARKER_LIKE, ToolCallFormat
 from engine.protocol import ChatMessage, ToolCall, ToolSpec
 
 PROBE_NAME = "hearth_probe_tool"
@@ -50,10 +51,11 @@ class Renderer:
 
 def tool_format(render: Renderer, harmony: bool) -> ToolCallFormat | None:
     with_tools, without = render([QUESTION], tools=True), render([QUESTION])
-    if with_tools is None or without is None or PROBE_NAME not in with_tools or PROBE_NAME in without:
+    if with_tools is None or without is None or PROBE_NAME in without:
         return None
+    renders_tools = PROBE_NAME in with_tools
     if harmony:
-        return HARMONY_TOOLS
+        return HARMONY_TOOLS if renders_tools else None
     turns = _assistant_turns(render, ChatMessage("assistant", PROBE_ANSWER),
                              ChatMessage("assistant", "", tool_calls=(PROBE_CALL,)))
     if turns is None or PROBE_NAME not in turns[1] or PROBE_ANSWER not in turns[0]:
@@ -65,7 +67,7 @@ def tool_format(render: Renderer, harmony: bool) -> ToolCallFormat | None:
         return None
     two = _assistant_turns(render, ChatMessage("assistant", PROBE_ANSWER),
                            ChatMessage("assistant", "", tool_calls=(PROBE_CALL, PROBE_CALL)))
-    return _with_parallel(found, two[1] if two else None)
+    return replace(_with_parallel(found, two[1] if two else None), renders_tools=renders_tools)
 
 
 def _assistant_turns(render: Renderer, *messages: ChatMessage) -> list[str] | None:
@@ -154,16 +156,17 @@ def _name_args_call(turn: str, end_of_turn: str) -> ToolCallFormat | None:
         return None
     if value != PROBE_ARGUMENTS:
         return None
-    return ToolCallFormat(family="mistral_args" if "[TOOL_CALLS]" in turn else "name_args", style="name_args",
-                          open=turn[:name_at].strip(), close=_strip_end(turn[end:], end_of_turn),
-                          args_marker=turn[name_at + len(PROBE_NAME) : arguments_at])
+    family = "mistral_args" if "[TOOL_CALLS]" in turn else "deepseek" if "tool▁call" in turn else "name_args"
+    return ToolCallFormat(family=family, style="name_args", open=turn[:name_at].strip(),
+                          close=_strip_end(turn[end:], end_of_turn), args_marker=turn[name_at + len(PROBE_NAME) : arguments_at])
 
 
 def _strip_end(text: str, end_of_turn: str) -> str:
-    text = text.strip()
-    if end_of_turn and text.endswith(end_of_turn):
-        text = text[: -len(end_of_turn)].strip()
-    return text
+    """What a call's text is up to the end of its turn (a template may write more after it: R1's
+    empty assistant message)."""
+    if end_of_turn and end_of_turn in text:
+        text = text[: text.find(end_of_turn)]
+    return text.strip()
 
 
 def _family(open_marker: str, array: bool) -> str:
@@ -188,6 +191,40 @@ def _with_parallel(found: ToolCallFormat, two: str | None) -> ToolCallFormat:
     if found.close and found.close in between and found.open and found.open in between:
         gap = between[between.find(found.close) + len(found.close) : between.rfind(found.open)]
         return replace(found, separator=gap)
-    return found
+    return _wrapped(found, _after_arguments(found, between)) or found
+
+
+def _after_arguments(found: ToolCallFormat, first_call: str) -> str:
+    """The text of `first_call` (from its name to the next call's name) after its arguments."""
+    start = first_call.find("{")
+    try:
+        _, end = json.JSONDecoder().raw_decode(first_call, start)
+    except ValueError:
+        return ""
+    return first_call[end:]
+
+
+def _wrapped(found: ToolCallFormat, gap: str) -> ToolCallFormat | None:
+    """Calls inside one wrapper: between two calls stand the first's own close and the second's own open
+    (`<｜tool▁call▁end｜>\n<｜tool▁call▁begin｜>`), each a part of the whole answer's close and open, whose
+    rest is the wrapper (`<｜tool▁calls▁end｜>`, `<｜tool▁calls▁begin｜>`). Split at marker boundaries."""
+    gap_pieces, close_pieces, open_pieces = _pieces(gap.strip()), _pieces(found.close), _pieces(found.open)
+    shared = 0
+    while shared < min(len(gap_pieces), len(close_pieces)) and gap_pieces[shared] == close_pieces[shared]:
+        shared += 1
+    rest, tail = gap_pieces[shared:], 0
+    while tail < min(len(rest), len(open_pieces)) and rest[len(rest) - 1 - tail] == open_pieces[len(open_pieces) - 1 - tail]:
+        tail += 1
+    if not shared or not tail or (shared == len(close_pieces) and tail == len(open_pieces)):
+        return None
+    own_open, own_close = "".join(open_pieces[len(open_pieces) - tail :]), "".join(close_pieces[:shared])
+    return replace(found, open=own_open, close=own_close, separator="".join(rest[: len(rest) - tail]),
+                   calls_open="".join(open_pieces[: len(open_pieces) - tail]),
+                   calls_close="".join(close_pieces[shared:]))
+
+
+def _pieces(text: str) -> list[str]:
+    """`text` cut into its marker-like pieces and the text between them."""
+    return [piece for piece in re.split(f"({MARKER_LIKE.pattern})", text) if piece]
 
 

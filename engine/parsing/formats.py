@@ -16,8 +16,12 @@ inside the array for "json_array").
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Literal
+
+# A marker-like piece of a marker: <|...|>, DeepSeek's <｜...｜>, [TOOL_CALLS]-like, <tool_call>-like
+MARKER_LIKE = re.compile(r"<\|[^<>|]*\|>|<｜[^<>｜]*｜>|\[/?[A-Z_]+\]|</?[A-Za-z_]+>")
 
 ToolCallStyle = Literal["json", "json_array", "name_args", "xml"]
 
@@ -39,10 +43,18 @@ class ToolCallFormat:
     parallel: bool = True  # the template renders more than one call in a message
     # Keys other than name/arguments the model writes in a call object (Mistral v3's 9-character "id")
     extra_keys: tuple[str, ...] = ()
+    # Around all the calls of one message (DeepSeek's <｜tool▁calls▁begin｜> … <｜tool▁calls▁end｜>),
+    # `open`/`close` then being each call's own markers
+    calls_open: str = ""
+    calls_close: str = ""
+    # The template writes the tools' definitions into the prompt; False: it writes calls only
+    # (DeepSeek's), and the definitions go in a system prompt (engine/parsing/prompt.py)
+    renders_tools: bool = True
 
     @property
     def opens(self) -> tuple[str, ...]:
-        return tuple(marker for marker in (self.open, *self.alternative_opens) if marker)
+        """What opens the first call of an answer."""
+        return tuple(self.calls_open + marker for marker in (self.open, *self.alternative_opens) if marker)
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,11 @@ FALLBACK_TOOL_PROMPT = (
     '<tool_call>\n{{"name": "<function name>", "arguments": {{<arguments as JSON>}}}}\n</tool_call>\n'
     "The results come back in the next message. Answer normally when no function is needed."
 )
+NATIVE_TOOL_PROMPT = (
+    "You can call functions to help with the user's request. The functions, as JSON Schema:\n"
+    "{tools}\n\nTo call one, answer with:\n{example}\n"
+    "The results come back in the next message. Answer normally when no function is needed."
+)
 
 
 @dataclass(frozen=True)
@@ -60,7 +65,11 @@ def prepare_turn(render: Render, output: OutputFormat, submit: Submit) -> tuple[
     """The prompt text for this turn and how to parse what comes back."""
     tools = submit.tools if submit.tool_choice != "none" else ()
     native = output.tools is not None
-    if native:
+    if native and tools and output.tools is not None and not output.tools.renders_tools:
+        # The template writes calls and results its own way but not the tools: they go in a system prompt
+        messages = _with_system(list(submit.messages), native_tool_prompt(tools, output.tools), True)
+        prompt = render(messages, (), submit.template_options)
+    elif native:
         prompt = render(submit.messages, tools, submit.template_options)
     else:
         prompt = _render_fallback(render, submit.messages, tools, submit.template_options)
@@ -124,6 +133,10 @@ def _hermes_call(name: str, arguments: str) -> str:
 
 
 def fallback_tool_prompt(tools: Sequence[ToolSpec]) -> str:
+    return FALLBACK_TOOL_PROMPT.format(tools=_described(tools))
+
+
+def _described(tools: Sequence[ToolSpec]) -> str:
     described = []
     for spec in tools:
         try:
@@ -132,7 +145,22 @@ def fallback_tool_prompt(tools: Sequence[ToolSpec]) -> str:
             parameters = {"type": "object"}
         described.append(json.dumps({"name": spec.name, "description": spec.description, "parameters": parameters},
                                     ensure_ascii=False))
-    return FALLBACK_TOOL_PROMPT.format(tools="\n".join(described))
+    return "\n".join(described)
+
+
+def native_tool_prompt(tools: Sequence[ToolSpec], call_format: ToolCallFormat) -> str:
+    """The tools, and how to call them in the model's own format (a template that writes calls only)."""
+    return NATIVE_TOOL_PROMPT.format(tools=_described(tools), example=call_example(call_format))
+
+
+def call_example(call_format: ToolCallFormat) -> str:
+    """One call written as the format writes it, with placeholders for the name and the arguments."""
+    if call_format.style == "name_args":
+        body = f"<function name>{call_format.args_marker}{{<arguments as JSON>}}"
+    else:
+        body = json.dumps({call_format.name_key: "<function name>", call_format.arguments_key: "ARGS"})
+        body = body.replace('"ARGS"', "{<arguments as JSON>}")
+    return f"{call_format.calls_open}{call_format.open}{body}{call_format.close}{call_format.calls_close}"
 
 
 def _with_system(messages: list[ChatMessage], text: str, in_system: bool) -> list[ChatMessage]:

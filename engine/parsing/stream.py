@@ -22,6 +22,7 @@ from engine.parsing.call_modes import (
     ARRAY,
     CALL,
     NAME,
+    BETWEEN,
     REASONING,
     XML,
     CallModes,
@@ -99,7 +100,7 @@ class OutputParser(CallModes):
         """Consume what the current mode can; False when it must wait for more text."""
         handler = {ANSWER: self._in_answer, REASONING: self._in_reasoning, CALL: self._in_call,
                    AFTER_CALL: self._after_call, ARRAY: self._in_array, NAME: self._in_name, ARGS: self._in_arguments,
-                   XML: self._in_xml}
+                   XML: self._in_xml, BETWEEN: self._between_calls}
         return handler[self._mode]()
 
     @property

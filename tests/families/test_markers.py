@@ -31,6 +31,8 @@ CALLS = {
     "mistral_nemo": ["[TOOL_CALLS]", '[{"name": "get_weather", "arguments": ' + ARGUMENTS + "}]"],
     "devstral": ["[TOOL_CALLS]", "get_weather", "[ARGS]", ARGUMENTS],
     "ministral_reasoning": ["[TOOL_CALLS]", "get_weather", "[ARGS]", ARGUMENTS],
+    "r1_distill": ["<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n```json\n", ARGUMENTS,
+                   "\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>"],
     "gpt_oss": ["<|channel|>", "commentary to=functions.get_weather ", "<|constrain|>", "json", "<|message|>",
                 ARGUMENTS],
 }
@@ -76,9 +78,10 @@ def test_a_forced_call_is_written_in_the_families_own_tokens_and_parses(name: st
     call = tokens_of(family, CALLS[name])
     first = allowed_first(family, matcher)
     assert call[0] in first
-    if call_format.open:  # the marker's own token, never its first character as text
-        opening = call_format.open[0]
-        assert not any(family.tokens(opening)[0] == token for token in first), f"{name}: {opening!r} may start it"
+    opening = call_format.calls_open + call_format.open
+    if any(opening.startswith(marker) for marker in dict(family.output.special_tokens)):
+        # the marker's own token, never its first character as text
+        assert family.tokens(opening[0])[0] not in first, f"{name}: {opening[0]!r} may start the call"
     for token in call:
         assert matcher.consume_token(token), f"{name}: token {token} refused after {call[: call.index(token)]}"
     assert matcher.is_accepting()
