@@ -138,12 +138,14 @@ class Sequence:
         return None
 
     def calls_are_done(self) -> bool:
-        """The answer has made all the calls it may: one without parallel calls, MAX_CALLS_PER_TURN, or a
-        call that repeats an earlier one (a small model left free writes the same call until max_tokens).
+        """The answer has made all the calls it may: one without parallel calls, MAX_CALLS_PER_TURN, the close
+        of the wrapper around them, or a call that repeats an earlier one (a small model left free writes the same call until max_tokens).
         The turn ends there with "tool_calls", whether or not a grammar holds it."""
         calls = self.parser.calls
         if self.setup.tools is None or not calls:
             return False
+        if self.parser.calls_closed:  # the wrapper around them closed (Gemma 4 waits for <|tool_response>)
+            return True
         if not self.setup.parallel_tool_calls or len(calls) >= MAX_CALLS_PER_TURN:
             return True
         last = calls[-1]

@@ -18,10 +18,12 @@ the grammar is one call.
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from engine.constraints.grammar import JSON_OPTIONS
 from engine.parsing.formats import ToolCallFormat
+from engine.parsing.gemma_call import QUOTE, gemma_rules
 from engine.protocol import Constraint, ToolSpec
 
 WHITESPACE = r"/[ \t\r\n]*/"
@@ -54,6 +56,9 @@ def _grammar(call_format: ToolCallFormat, tools: Sequence[ToolSpec], parallel: b
     for index, spec in enumerate(tools):
         if call_format.style == "xml":
             rules += xml_rules(f"body_{index}", spec.name, _parameters(spec))
+        elif call_format.style == "gemma":
+            arguments = gemma_rules(f"body_{index}_a", _parameters(spec), literal(QUOTE, specials))
+            rules += [f"body_{index}: {literal(spec.name)} body_{index}_a", *arguments]
         else:
             rules.append(f"body_{index}: {_body(call_format, spec, specials)}")
     # harmony's <|call|> is an end-of-generation token: the finished grammar ends the turn instead
@@ -93,7 +98,8 @@ def xml_rules(rule: str, name: str, parameters: dict[str, Any]) -> list[str]:
     """Qwen3-Coder's call body: `<function=NAME>`, each parameter in the schema's order (the required ones
     always, the others optional), `</function>`. A string value is free text up to its closing tag (a
     lazy rule that stops there); any other value is JSON of its own schema."""
-    properties = parameters.get("properties") if isinstance(parameters.get("properties"), dict) else {}
+    found = parameters.get("properties")
+    properties: dict[str, Any] = found if isinstance(found, dict) else {}
     required = set(parameters.get("required") or ())
     parts, rules = [], []
     for number, (key, schema) in enumerate(properties.items()):

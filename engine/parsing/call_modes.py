@@ -8,13 +8,14 @@ name and its arguments' fragments as they come.
 from __future__ import annotations
 
 from engine.parsing.formats import ToolCallFormat
+from engine.parsing.gemma_call import GemmaCall
 from engine.parsing.json_call import CallObject, JsonDepth
 from engine.parsing.parts import CallArguments, CallDone, CallStarted, Part, new_call_id
 from engine.parsing.xml_call import XmlCall
 from engine.protocol import ToolCall
 
-ANSWER, REASONING, CALL, AFTER_CALL, ARRAY, NAME, ARGS, XML, BETWEEN = (
-    "answer", "reasoning", "call", "after_call", "array", "name", "args", "xml", "between")
+ANSWER, REASONING, CALL, AFTER_CALL, ARRAY, NAME, ARGS, XML, BETWEEN, GEMMA = (
+    "answer", "reasoning", "call", "after_call", "array", "name", "args", "xml", "between", "gemma")
 
 
 class CallModes:
@@ -31,11 +32,12 @@ class CallModes:
 
     def _init_calls(self) -> None:
         self._call: CallObject | None = None
-        self._xml: XmlCall | None = None
+        self._xml: XmlCall | GemmaCall | None = None
         self._call_open = False  # CallStarted was sent for self._call
         self._bare_arguments: JsonDepth | None = None  # style name_args: the arguments object itself
         self._name = ""
         self.calls: list[ToolCall] = []
+        self.calls_closed = False  # the wrapper around the calls closed: the answer has made its calls
         self._call_ids: list[str] = []
         self._arguments: list[str] = []
 
@@ -49,6 +51,8 @@ class CallModes:
             self._mode, self._name = NAME, ""
         elif style == "xml":
             self._mode, self._xml = XML, XmlCall(self._properties)
+        elif style == "gemma":
+            self._mode, self._xml = XML, GemmaCall()
         else:
             self._start_object()
 
@@ -184,7 +188,8 @@ class CallModes:
         return False
 
     def _in_xml(self) -> bool:
-        """Qwen3-Coder's <function=NAME><parameter=KEY>…</parameter></function> (xml_call.py)."""
+        """A call body read by its own reader: Qwen3-Coder's <function=NAME><parameter=KEY>…</parameter></function>
+        (xml_call.py), Gemma 4's NAME{key:value} (gemma_call.py)."""
         call = self._xml
         assert call is not None
         call.feed(self._pending)
@@ -208,6 +213,7 @@ class CallModes:
         own_open, wrapper_close = self._tools.open, self._tools.calls_close
         if stripped.startswith(wrapper_close):
             self._pending, self._mode = stripped[len(wrapper_close) :], ANSWER
+            self.calls_closed = True
             return True
         if stripped.startswith(own_open):
             self._pending = stripped[len(own_open) :]

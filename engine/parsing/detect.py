@@ -14,7 +14,8 @@ from engine.parsing.formats import FALLBACK_TOOL_FORMAT, MARKER_LIKE, OutputForm
 SingleToken = Callable[[str], bool]  # whether a text is one token of the vocabulary
 SpecialId = Callable[[str], "int | None"]  # the id of the special token a text is, else None
 
-REASONING_MARKERS = (("think", "<think>", "</think>"), ("mistral_think", "[THINK]", "[/THINK]"))
+REASONING_MARKERS = (("think", "<think>", "</think>"), ("mistral_think", "[THINK]", "[/THINK]"),
+                     ("gemma4", "<|channel>thought", "<channel|>"))
 HARMONY_TOKENS = ("<|start|>", "<|channel|>", "<|message|>", "<|end|>", "<|constrain|>")
 HARMONY_REASONING = ReasoningFormat("harmony", "<|channel|>analysis<|message|>", "<|end|>")
 
@@ -84,10 +85,9 @@ def _special_tokens(tools: ToolCallFormat | None, reasoning: ReasoningFormat | N
     texts: list[str] = [*HARMONY_TOKENS, "<|call|>"] if harmony else []
     for call_format in (tools, FALLBACK_TOOL_FORMAT):
         if call_format is not None:
-            texts += [call_format.open, call_format.close, call_format.args_marker, call_format.separator,
-                      call_format.calls_open, call_format.calls_close, *call_format.alternative_opens]
+            texts += call_format.marker_texts
     if reasoning is not None:
-        texts += [reasoning.open, reasoning.close]
+        texts += [reasoning.open, reasoning.close, *MARKER_LIKE.findall(reasoning.open)]
     pieces = [piece for text in texts if text for piece in (text.strip(), *MARKER_LIKE.findall(text))]
     found: dict[str, int] = {}
     for piece in dict.fromkeys(pieces):
@@ -102,12 +102,10 @@ def _marker_texts(tools: ToolCallFormat | None, reasoning: ReasoningFormat | Non
     """The markers that are single tokens: the detokenizer must show them for the parser to see them."""
     candidates: list[str] = list(HARMONY_TOKENS) if harmony else []
     if reasoning is not None and not harmony:
-        candidates += [reasoning.open, reasoning.close]
+        candidates += [reasoning.open, reasoning.close, *MARKER_LIKE.findall(reasoning.open)]
     if tools is not None and not harmony:
-        markers = [tools.open, tools.close, tools.args_marker, tools.calls_open, tools.calls_close,
-                   *tools.alternative_opens]
-        # and the marker-like pieces of compound markers (DeepSeek's <｜tool▁call▁begin｜>function<｜tool▁sep｜>)
-        candidates += markers + [piece for marker in markers for piece in MARKER_LIKE.findall(marker)]
+        # with the marker-like pieces of compound markers (DeepSeek's <｜tool▁call▁begin｜>function<｜tool▁sep｜>)
+        candidates += tools.marker_texts
     # The fallback prompt's Hermes markers are often single tokens too (Qwen's vocabulary has them)
     candidates += ["<tool_call>", "</tool_call>"]
     return tuple(dict.fromkeys(text for text in candidates if text and single_token(text)))

@@ -62,7 +62,8 @@ def tool_format(render: Renderer, harmony: bool) -> ToolCallFormat | None:
         return None
     answer, one = turns
     end_of_turn = answer.split(PROBE_ANSWER, 1)[1].strip()
-    found = _xml_call(one, end_of_turn) or _json_call(one, end_of_turn, render.template) or _name_args_call(one, end_of_turn)
+    found = (_xml_call(one, end_of_turn) or _gemma_call(one, end_of_turn) or _json_call(one, end_of_turn, render.template)
+             or _name_args_call(one, end_of_turn))
     if found is None:
         return None
     two = _assistant_turns(render, ChatMessage("assistant", PROBE_ANSWER),
@@ -142,6 +143,19 @@ def _xml_call(turn: str, end_of_turn: str) -> ToolCallFormat | None:
         return None
     return ToolCallFormat(family="qwen3_xml", style="xml", open=turn[:at].strip(),
                           close=_strip_end(turn[end + len("</function>") :], end_of_turn))
+
+
+def _gemma_call(turn: str, end_of_turn: str) -> ToolCallFormat | None:
+    """<|tool_call>call:name{key:<|"|>value<|"|>}<tool_call|>, then <|tool_response> for the result."""
+    body = f'{PROBE_NAME}{{{next(iter(PROBE_ARGUMENTS))}:<|"|>{next(iter(PROBE_ARGUMENTS.values()))}<|"|>}}'
+    at = turn.find(body)
+    if at < 0:
+        return None
+    after = _pieces(_strip_end(turn[at + len(body) :], end_of_turn))
+    if not after:
+        return None
+    return ToolCallFormat(family="gemma4", style="gemma", open=turn[:at].strip(), close=after[0], separator="",
+                          calls_close="".join(after[1:]))
 
 
 def _name_args_call(turn: str, end_of_turn: str) -> ToolCallFormat | None:

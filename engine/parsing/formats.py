@@ -10,6 +10,8 @@ open `<|channel|>commentary to=functions.`, the name, args_marker ` <|constrain|
 arguments, close `<|call|>` (an end-of-generation token: the turn ends with the call).
 Style "xml" is Qwen3-Coder's: `<tool_call>` then `<function=NAME>`, a `<parameter=KEY>…</parameter>` per
 argument and `</function>`, then `</tool_call>` (engine/parsing/xml_call.py reads the body).
+Style "gemma" is Gemma 4's: `<|tool_call>call:` then the name and the arguments in Gemma's notation
+(engine/parsing/gemma_call.py), then `<tool_call|>`; `<|tool_response>` after the last call.
 Several calls in a row are joined by `separator` (between one call's close and the next's open;
 inside the array for "json_array").
 """
@@ -20,10 +22,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
-# A marker-like piece of a marker: <|...|>, DeepSeek's <｜...｜>, [TOOL_CALLS]-like, <tool_call>-like
-MARKER_LIKE = re.compile(r"<\|[^<>|]*\|>|<｜[^<>｜]*｜>|\[/?[A-Z_]+\]|</?[A-Za-z_]+>")
+# A marker-like piece of a marker: <|...|>, DeepSeek's <｜...｜>, Gemma 4's <|tool_call> and <tool_call|>,
+# [TOOL_CALLS]-like, <tool_call>-like
+MARKER_LIKE = re.compile(r"<\|[^<>|]*\|>|<｜[^<>｜]*｜>|<\|[A-Za-z_]+>|<[A-Za-z_]+\|>|\[/?[A-Z_]+\]|</?[A-Za-z_]+>")
 
-ToolCallStyle = Literal["json", "json_array", "name_args", "xml"]
+ToolCallStyle = Literal["json", "json_array", "name_args", "xml", "gemma"]
 
 
 @dataclass(frozen=True)
@@ -50,6 +53,14 @@ class ToolCallFormat:
     # The template writes the tools' definitions into the prompt; False: it writes calls only
     # (DeepSeek's), and the definitions go in a system prompt (engine/parsing/prompt.py)
     renders_tools: bool = True
+
+    @property
+    def marker_texts(self) -> tuple[str, ...]:
+        """Every marker of the format, and the marker-like pieces of compound ones."""
+        markers = [self.open, self.close, self.args_marker, self.separator, self.calls_open, self.calls_close,
+                   *self.alternative_opens, *(('<|"|>',) if self.style == "gemma" else ())]
+        pieces = [piece for marker in markers for piece in MARKER_LIKE.findall(marker)]
+        return tuple(dict.fromkeys(text for text in (*markers, *pieces) if text and text.strip()))
 
     @property
     def opens(self) -> tuple[str, ...]:

@@ -46,6 +46,7 @@ class HarmonyParser:
 
     # A call's name is read with its header: the lazy call grammar does not apply (the arguments stay free)
     call_just_opened = False
+    calls_closed = False  # no wrapper around harmony's calls: <|call|> ends the turn itself
 
     @property
     def in_reasoning(self) -> bool:

@@ -10,8 +10,8 @@ markers the tokenizer calls special are control tokens; other added tokens, Qwen
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from tests.families import vocab
 from tests.families.sources import fixture_file

@@ -33,6 +33,8 @@ CALLS = {
     "ministral_reasoning": ["[TOOL_CALLS]", "get_weather", "[ARGS]", ARGUMENTS],
     "r1_distill": ["<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n```json\n", ARGUMENTS,
                    "\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>"],
+    "gemma4": ["<|tool_call>", "call:get_weather{city:", '<|"|>', "Paris", '<|"|>', "}", "<tool_call|>",
+               "<|tool_response>"],
     "gpt_oss": ["<|channel|>", "commentary to=functions.get_weather ", "<|constrain|>", "json", "<|message|>",
                 ARGUMENTS],
 }
