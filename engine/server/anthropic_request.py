@@ -127,13 +127,16 @@ def _tools(tools: list[AnthropicTool]) -> tuple[ToolSpec, ...]:
 def _tool_choice(choice: AnthropicToolChoice | None, tools: tuple[ToolSpec, ...]) -> tuple[str, bool]:
     if choice is None:
         return "auto", True
-    parallel = not choice.disable_parallel_tool_use
+    disabled = choice.disable_parallel_tool_use
+    allowed = None if disabled is None else not disabled
     if choice.type == "tool":
         if not choice.name:
             raise tooling.bad("tool_choice.name", 'a tool choice of type "tool" names the tool.')
-        return tooling.tool_choice("auto", choice.name, tools, "tool_choice.name"), parallel
+        named = tooling.tool_choice("auto", choice.name, tools, "tool_choice.name")
+        return named, tooling.parallel_calls(allowed, named)
     engine_choice = {"auto": "auto", "any": "required", "none": "none"}[choice.type]
-    return tooling.tool_choice(engine_choice, None, tools, "tool_choice"), parallel
+    checked = tooling.tool_choice(engine_choice, None, tools, "tool_choice")
+    return checked, tooling.parallel_calls(allowed, checked)
 
 
 def _messages(request: MessagesRequest) -> tuple[ChatMessage, ...]:

@@ -14,9 +14,9 @@ def chat_submit(chat_id: str, request: ChatRequest, context_length: int) -> Subm
     logprobs = (request.top_logprobs or 0) if request.logprobs else None
     budget = None if request.reasoning_budget in (None, -1) else request.reasoning_budget
     sampling = schema.sampling(request, context_length, response_constraint(request), logprobs, budget)
-    return Submit(chat_id, chat_messages(request.messages), sampling, tools=tools,
-                  tool_choice=chat_tool_choice(request.tool_choice, tools),
-                  parallel_tool_calls=request.parallel_tool_calls is not False,
+    choice = chat_tool_choice(request.tool_choice, tools)
+    return Submit(chat_id, chat_messages(request.messages), sampling, tools=tools, tool_choice=choice,
+                  parallel_tool_calls=tooling.parallel_calls(request.parallel_tool_calls, choice),
                   template_options=tooling.template_options(request.chat_template_kwargs, "chat_template_kwargs",
                                                             reasoning_effort=request.reasoning_effort))
 

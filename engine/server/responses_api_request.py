@@ -91,8 +91,9 @@ def responses_submit(chat_id: str, request: ResponsesRequest, context_length: in
                               repeat_penalty=1.0, max_new_tokens=request.max_output_tokens or context_length,
                               constraint=_constraint(request.text))
     effort = request.reasoning.effort if request.reasoning else None
-    return Submit(chat_id, _messages(request), sampling, tools=tools, tool_choice=_tool_choice(request.tool_choice, tools),
-                  parallel_tool_calls=request.parallel_tool_calls is not False,
+    choice = _tool_choice(request.tool_choice, tools)
+    return Submit(chat_id, _messages(request), sampling, tools=tools, tool_choice=choice,
+                  parallel_tool_calls=tooling.parallel_calls(request.parallel_tool_calls, choice),
                   template_options=tooling.template_options(None, "reasoning", reasoning_effort=effort))
 
 

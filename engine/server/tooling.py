@@ -83,6 +83,14 @@ def tool_choice(choice: str, named: str | None, tools: tuple[ToolSpec, ...], par
     return choice
 
 
+def parallel_calls(allowed: bool | None, choice: str) -> bool:
+    """Whether one answer may make several calls: as the client says; unsaid, one call for a tool named
+    in the tool choice (what OpenAI's models do: a named choice is a call to that tool), several otherwise."""
+    if allowed is not None:
+        return allowed
+    return choice in TOOL_CHOICES
+
+
 def json_schema_constraint(schema: Any, param: str) -> Constraint:
     return usable(Constraint("json_schema", checked_schema(schema, param)), param)
 

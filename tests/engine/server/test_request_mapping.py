@@ -44,6 +44,11 @@ def test_tools_tool_choice_and_parallel_calls() -> None:
     assert submit.tool_choice == "get_weather" and submit.parallel_tool_calls is False
     assert chat(tools=[WEATHER]).tool_choice == "auto" and chat(tools=[WEATHER]).parallel_tool_calls
     assert chat(tools=[WEATHER], tool_choice="required").tool_choice == "required"
+    named = {"type": "function", "function": {"name": "get_weather"}}
+    # a named tool choice is one call unless the client itself allows several
+    assert not chat(tools=[WEATHER], tool_choice=named).parallel_tool_calls
+    assert chat(tools=[WEATHER], tool_choice=named, parallel_tool_calls=True).parallel_tool_calls
+    assert chat(tools=[WEATHER], tool_choice="required").parallel_tool_calls
     assert chat(tools=[WEATHER], tool_choice="none").tool_choice == "none"
     no_parameters = chat(tools=[{"type": "function", "function": {"name": "now"}}]).tools[0]
     assert json.loads(no_parameters.parameters) == {"type": "object", "properties": {}}
@@ -143,6 +148,8 @@ def test_anthropic_system_tools_choice_thinking_and_sampling() -> None:
                       thinking={"type": "enabled", "budget_tokens": 100})
     assert submit.messages[0] == ChatMessage("system", "Be brief.")
     assert submit.tools[0].name == "get_weather" and submit.tool_choice == "get_weather"
+    assert not messages(tools=[tool], tool_choice={"type": "tool", "name": "get_weather"}).parallel_tool_calls
+    assert messages(tools=[tool], tool_choice={"type": "any"}).parallel_tool_calls
     assert not submit.parallel_tool_calls
     assert (submit.sampling.max_new_tokens, submit.sampling.stop, submit.sampling.temperature,
             submit.sampling.top_k, submit.sampling.reasoning_budget) == (64, ("END",), 0.2, 5, 100)
