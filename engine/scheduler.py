@@ -393,6 +393,8 @@ class Scheduler:
         if release and sequence.status is Status.RUNNING:
             events += sequence.release_held()
         calls = tuple(sequence.parser.calls)
+        if reason in ("length", "context_full") and sequence.parser.cut_call:
+            calls = calls[:-1]  # cut by the token limit: never a finished call with broken arguments
         if calls and reason == "stop":
             reason = "tool_calls"  # the answer ended in calls for the chat's owner to run
         sequence.status, sequence.finish_reason = Status.FINISHED, reason

@@ -38,6 +38,7 @@ class CallModes:
         self._name = ""
         self.calls: list[ToolCall] = []
         self.calls_closed = False  # the wrapper around the calls closed: the answer has made its calls
+        self.cut_call = False  # the turn ended inside the last call (finish() recorded it as it was)
         self._call_ids: list[str] = []
         self._arguments: list[str] = []
 

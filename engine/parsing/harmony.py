@@ -43,6 +43,7 @@ class HarmonyParser:
         self.reasoning_text = ""
         self.reasoning_closed = False
         self._reasoned = False
+        self.cut_call = False  # the turn ended inside a call's message (its <|call|> never came)
 
     # A call's name is read with its header: the lazy call grammar does not apply (the arguments stay free)
     call_just_opened = False
@@ -60,6 +61,7 @@ class HarmonyParser:
 
     def finish(self) -> list[Part]:
         if self._header is None:
+            self.cut_call = self._kind == "call"
             keep = partial_tail(self._pending, END_MARKERS)
             self._emit(self._pending[: len(self._pending) - keep])
             self._end_message()

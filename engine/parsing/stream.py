@@ -6,8 +6,9 @@ text: text that could be the start of one is held back until it is known not to 
 - A half-open marker left at the end (max_tokens cut it) is dropped.
 - Thinking that never closed stays reasoning (the turn ran out while thinking).
 - A call whose name was never whole is dropped with its marker; a call that was opened (name
-  known, CallStarted sent) but whose arguments never closed stays a call with the arguments it
-  got, as OpenAI reports a call cut by the token limit (the turn's reason stays "length").
+  known, CallStarted sent) but never closed is recorded with the arguments it got and `cut_call`
+  is set: where the turn ended at its token limit the scheduler leaves that call out of the
+  finished answer (finish reason "length"), so a call with broken arguments is never returned.
 - The thinking opens only before any answer text: a `<think>` later in an answer is text.
 Whitespace right inside the thinking markers and between the thinking, the calls and the answer
 is dropped, as the templates write it.
@@ -78,6 +79,7 @@ class OutputParser(CallModes):
     def finish(self) -> list[Part]:
         """The turn ended: settle what is held (the module docstring says how)."""
         if self._mode in (CALL, ARGS, NAME, XML) and self._call_open:
+            self.cut_call = True
             self._end_call()
         elif self._mode == REASONING and self._pending:
             self._emit_reasoning(self._pending[: len(self._pending) - partial_tail(self._pending, [self._reasoning_close])])

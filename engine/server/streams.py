@@ -18,7 +18,7 @@ from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.responses import JSONResponse, Response
 from starlette.types import Receive, Scope, Send
 
-from engine.protocol import Event, TokenLogprob, TurnFinished
+from engine.protocol import Event, Logprobs, TokenLogprob, ToolCallArguments, ToolCallStarted, TurnFinished
 from engine.server.errors import ApiError
 from engine.server.turns import RETRY_AFTER_S, Turn, TurnDesk
 
@@ -69,17 +69,49 @@ class TurnStream(EventSourceResponse):
     async def _events(turn: Turn, encoder: Encoder) -> AsyncIterator[Sse]:
         for item in encoder.opening(turn.prompt_tokens):
             yield item
+        held = CallHold()
         try:
             async for event in turn.events():
-                for item in encoder.event(event):
-                    yield item
+                for released in held.take(event):
+                    for item in encoder.event(released):
+                        yield item
         except ApiError as error:
             for item in encoder.failure(error):
                 yield item
             return
         assert turn.finished is not None
+        for released in held.finish(turn.finished):
+            for item in encoder.event(released):
+                yield item
         for item in encoder.closing(turn.finished):
             yield item
+
+
+class CallHold:
+    """A call's events wait until the call is whole (the next part began, or the turn ended with it among
+    its calls), so a call cut by the token limit never streams: the stream joins to the answer that is
+    not streamed, which leaves that call out."""
+
+    def __init__(self) -> None:
+        self._held: list[Event] = []
+
+    def take(self, event: Event) -> list[Event]:
+        if isinstance(event, ToolCallArguments) and self._held:
+            self._held.append(event)
+            return []
+        if isinstance(event, Logprobs):  # a step's log-probabilities: they say nothing of the call's end
+            return [event]
+        released, self._held = self._held, []
+        if isinstance(event, ToolCallStarted):
+            self._held = [event]
+            return released
+        return [*released, event]
+
+    def finish(self, finished: TurnFinished) -> list[Event]:
+        held, self._held = self._held, []
+        started = held[0] if held else None
+        whole = isinstance(started, ToolCallStarted) and started.index < len(finished.tool_calls)
+        return held if whole else []
 
 
 class TurnResponse(Response):

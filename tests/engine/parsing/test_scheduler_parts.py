@@ -124,3 +124,15 @@ def test_cancel_keeps_the_parts() -> None:
         scheduler.step()
     (done,) = [e for e in scheduler.cancel_all("model changed") if isinstance(e, TurnFinished)]
     assert (done.reason, done.reasoning, done.message) == ("cancelled", "abc", "model changed")
+
+
+def test_a_call_cut_by_max_tokens_is_left_out_and_the_reason_says_length() -> None:
+    setup = TurnSetup(OutputFormat(), FALLBACK_TOOL_FORMAT, False, (WEATHER,), "auto")
+    cut_at = CALL.index("Paris") + 2
+    _, events = run(CALL, setup, SamplingParams(temperature=0, max_new_tokens=cut_at))
+    done = finished(events, "a")
+    assert done.reason == "length" and done.tool_calls == ()
+    assert any(isinstance(e, ToolCallStarted) for e in events)  # the window saw it begin; the answer has none
+    _, events = run(CALL, setup, SamplingParams(temperature=0, max_new_tokens=len(CALL) + 5))
+    whole = finished(events, "a")
+    assert whole.reason == "tool_calls" and [json.loads(c.arguments) for c in whole.tool_calls] == [{"city": "Paris"}]

@@ -167,13 +167,17 @@ def test_unclosed_thinking_stays_reasoning() -> None:
     assert not parser.reasoning_closed
 
 
-def test_call_cut_by_the_token_limit_keeps_what_it_got() -> None:
-    """Name known, arguments cut: a call with the partial arguments (OpenAI's way with finish_reason length)."""
+def test_call_cut_by_the_token_limit_is_marked_cut() -> None:
+    """Name known, arguments cut: recorded as it was and marked, for the scheduler to leave out."""
     parser = OutputParser(OutputFormat(tools=HERMES), HERMES)
     parts = parser.feed('<tool_call>\n{"name": "get_weather", "arguments": {"city": "Par') + parser.finish()
-    assert [c.name for c in parser.calls] == ["get_weather"]
+    assert [c.name for c in parser.calls] == ["get_weather"] and parser.cut_call
     assert parser.calls[0].arguments == '{"city": "Par'
     assert not any(isinstance(p, AnswerText) for p in parts)
+    whole = OutputParser(OutputFormat(tools=HERMES), HERMES)
+    whole.feed('<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>')
+    whole.finish()
+    assert len(whole.calls) == 1 and not whole.cut_call
 
 
 def test_call_without_a_whole_name_is_dropped() -> None:
