@@ -26,7 +26,7 @@ from collections import deque
 from dataclasses import replace
 
 from engine.constraints import ConstraintError, check
-from engine.parsing.call_grammar import whole_answer
+from engine.parsing.answer_grammar import turn_constraints
 from engine.parsing.prompt import TurnSetup, plain_turn
 from engine.protocol import (
     Constraint,
@@ -67,16 +67,19 @@ class Scheduler:
         if self.runner.end_markers and not params.ignore_eos:
             params = replace(params, stop=params.stop + self.runner.end_markers)
         setup = setup or plain_turn(self.runner.output_format)
-        if setup.forced_call and not setup.in_reasoning and params.constraint is None and setup.tools is not None:
-            # "required" or a named tool: the answer is the call from its first token on
-            params = replace(params, constraint=whole_answer(
-                setup.tools, setup.tool_specs, setup.tool_choice, setup.parallel_tool_calls, dict(setup.output.special_tokens)))
-        sequence = Sequence(chat_id, prompt, params, self.runner.detokenizer(), setup=setup)
-        if params.constraint is not None:
-            try:
-                check(params.constraint)
-            except ConstraintError as error:
-                return events + self._finish(sequence, "error", str(error))
+        asked = params.constraint
+        try:
+            if asked is not None:
+                check(asked)  # the client's own constraint first: its error names what the client wrote
+            # room to think, then the answer under the client's schema and/or the call grammar
+            first, after = turn_constraints(setup, asked)
+            if first is not None:
+                check(first)
+        except ConstraintError as error:
+            sequence = Sequence(chat_id, prompt, params, self.runner.detokenizer(), setup=setup)
+            return events + self._finish(sequence, "error", str(error))
+        sequence = Sequence(chat_id, prompt, replace(params, constraint=first), self.runner.detokenizer(), setup=setup)
+        sequence.answer_constraint, sequence.answer_due = after, first is None and after is not None
         limit = self.runner.context_length
         if len(prompt) >= limit:
             message = (
@@ -359,7 +362,7 @@ class Scheduler:
         budget = params.reasoning_budget
         if budget is not None and sequence.in_reasoning and sequence.reasoning_tokens >= budget:
             self._close_reasoning(sequence, now)
-        constraint = sequence.tool_constraint()
+        constraint = sequence.due_constraint()
         if constraint is not None:
             sequence.constrain_next(constraint)
         if len(sequence.output) >= params.max_new_tokens:
@@ -377,6 +380,8 @@ class Scheduler:
         step, never shown) so that the model answers now."""
         marker = sequence.parser.close_reasoning()
         sequence.reasoning_ended_at = now
+        # a grammar that held the thinking never sees the close: the answer's own starts after it
+        sequence.answer_due = sequence.answer_constraint is not None
         tokens = self.runner.tokenize(marker)
         start = self.runner.tokenize("")  # the BOS a tokenizer puts before any text
         if start and tokens[: len(start)] == start:

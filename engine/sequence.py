@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from engine.chat_template import FALLBACK_END_MARKERS
-from engine.parsing.call_grammar import MAX_CALLS_PER_TURN, after_open, whole_answer
+from engine.parsing.call_grammar import MAX_CALLS_PER_TURN, after_open
 from engine.parsing.formats import PLAIN
 from engine.parsing.harmony import HarmonyParser
 from engine.parsing.parts import (
@@ -85,6 +85,10 @@ class Sequence:
     reasoning_started_at: float | None = None
     reasoning_ended_at: float | None = None
     _tools_constrained: bool = False  # the call grammar is installed (or was)
+    # The answer's grammar where the thinking closes outside the turn's own (engine/parsing/answer_grammar.py):
+    # due once the thinking is over, where the prompt opened it or the reasoning budget closed it
+    answer_constraint: Constraint | None = None
+    answer_due: bool = False
 
     def __post_init__(self) -> None:
         self.parser = self.setup.parser()
@@ -121,17 +125,16 @@ class Sequence:
                 events.append(ToolCallArguments(self.chat_id, part.index, part.text))
         return events
 
-    def tool_constraint(self) -> Constraint | None:
-        """The call grammar to install from the next token, when one is due (call_grammar.py): for a
-        forced call once the thinking is over, for "auto" as soon as the model opened a call."""
+    def due_constraint(self) -> Constraint | None:
+        """The grammar to install from the next token, when one is due: the answer's once the thinking
+        closed outside the turn's grammar; for "auto", the rest of a call as soon as the model opened it."""
+        if self.answer_due and not self.parser.in_reasoning:
+            self.answer_due, self._tools_constrained = False, True
+            return self.answer_constraint
         setup = self.setup
         if setup.tools is None or self.params.constraint is not None or self._tools_constrained:
             return None
-        if setup.forced_call and not self.parser.in_reasoning:
-            self._tools_constrained = True
-            return whole_answer(setup.tools, setup.tool_specs, setup.tool_choice, setup.parallel_tool_calls,
-                                dict(setup.output.special_tokens))
-        if setup.tool_choice == "auto" and self.parser.call_just_opened:
+        if setup.tool_choice == "auto" and self.answer_constraint is None and self.parser.call_just_opened:
             self._tools_constrained = True
             return after_open(setup.tools, setup.tool_specs, setup.tool_choice, setup.parallel_tool_calls,
                               dict(setup.output.special_tokens))

@@ -36,22 +36,34 @@ Specials = Mapping[str, int]  # marker text -> its special token's id (OutputFor
 def whole_answer(call_format: ToolCallFormat, tools: Sequence[ToolSpec], choice: str, parallel: bool,
                  specials: Specials | None = None) -> Constraint:
     """The whole answer is one call (or several where `parallel`), each opened by its marker."""
-    return Constraint("lark", _grammar(call_format, _chosen(tools, choice), parallel, False, specials or {}))
+    return _start(call_rules(call_format, tools, choice, parallel, specials))
 
 
 def after_open(call_format: ToolCallFormat, tools: Sequence[ToolSpec], choice: str, parallel: bool,
                specials: Specials | None = None) -> Constraint:
     """What follows an opening marker the model has just written: the rest of the call(s)."""
-    return Constraint("lark", _grammar(call_format, _chosen(tools, choice), parallel, True, specials or {}))
+    return _start(call_rules(call_format, tools, choice, parallel, specials, opened=True))
 
 
-def _chosen(tools: Sequence[ToolSpec], choice: str) -> Sequence[ToolSpec]:
+def call_rules(call_format: ToolCallFormat, tools: Sequence[ToolSpec], choice: str, parallel: bool,
+               specials: Specials | None = None, opened: bool = False) -> list[str]:
+    """The Lark rules of the call(s), `calls` the top one: for grammars that hold more than calls
+    (engine/parsing/answer_grammar.py)."""
+    return _rules(call_format, chosen(tools, choice), parallel, opened, specials or {})
+
+
+def _start(rules: list[str]) -> Constraint:
+    return Constraint("lark", "\n".join(["start: calls", *rules]) + "\n")
+
+
+def chosen(tools: Sequence[ToolSpec], choice: str) -> Sequence[ToolSpec]:
+    """The tools a call may name under `choice`: the named one, else all."""
     named = [spec for spec in tools if spec.name == choice]
     return named or tools
 
 
-def _grammar(call_format: ToolCallFormat, tools: Sequence[ToolSpec], parallel: bool, opened: bool,
-             specials: Specials) -> str:
+def _rules(call_format: ToolCallFormat, tools: Sequence[ToolSpec], parallel: bool, opened: bool,
+           specials: Specials) -> list[str]:
     rules = [f"body: {' | '.join(f'body_{i}' for i in range(len(tools)))}"]
     for index, spec in enumerate(tools):
         if call_format.style == "xml":
@@ -67,7 +79,7 @@ def _grammar(call_format: ToolCallFormat, tools: Sequence[ToolSpec], parallel: b
     if call_format.style == "json_array":
         calls = f'"[" body ({literal(", ")} body){_more()} "]"' if parallel else '"[" body "]"'
         first = f"{WHITESPACE} {calls}" if opened else f"{WHITESPACE} {open_marker} {WHITESPACE} {calls}"
-        return "\n".join([f"start: {first}", *rules]) + "\n"
+        return [f"calls: {first}", *rules]
     rest = f"{WHITESPACE} body {WHITESPACE} {close}".rstrip()
     call = f"{open_marker} {rest}"
     wrapper_open, wrapper_close = literal(call_format.calls_open, specials), literal(call_format.calls_close, specials)
@@ -75,7 +87,7 @@ def _grammar(call_format: ToolCallFormat, tools: Sequence[ToolSpec], parallel: b
     separator = literal(call_format.separator, specials)
     more = f" ({separator} call){_more()}" if parallel and call_format.parallel else ""
     end = f" {WHITESPACE} {wrapper_close}" if wrapper_close else ""
-    return "\n".join([f"start: {first}{more}{end}", f"call: {call}", *rules]) + "\n"
+    return [f"calls: {first}{more}{end}", f"call: {call}", *rules]
 
 
 def _more() -> str:
@@ -87,11 +99,11 @@ def _body(call_format: ToolCallFormat, spec: ToolSpec, specials: Specials) -> st
     arguments = _parameters(spec)
     if call_format.style == "name_args":
         marker = literal(call_format.args_marker, specials)
-        return f"{literal(spec.name)} {marker} %json {json.dumps(_strict(arguments))}"
+        return f"{literal(spec.name)} {marker} %json {json.dumps(strict(arguments))}"
     schema = {"type": "object", "properties": {call_format.name_key: {"const": spec.name},
                                                call_format.arguments_key: arguments},
               "required": [call_format.name_key, call_format.arguments_key], "additionalProperties": False}
-    return f"%json {json.dumps(_strict(schema))}"
+    return f"%json {json.dumps(strict(schema))}"
 
 
 def xml_rules(rule: str, name: str, parameters: dict[str, Any]) -> list[str]:
@@ -109,14 +121,14 @@ def xml_rules(rule: str, name: str, parameters: dict[str, Any]) -> list[str]:
             parameter = f"{literal(f'<parameter={key}>' + chr(10))} {value}"
         else:
             sub = schema if isinstance(schema, dict) else {}
-            rules.append(f"{value}: %json {json.dumps(_strict(sub))}")
+            rules.append(f"{value}: %json {json.dumps(strict(sub))}")
             parameter = f"{literal(f'<parameter={key}>' + chr(10))} {value} {literal(chr(10) + '</parameter>' + chr(10))}"
         parts.append(parameter if key in required else f"({parameter})?")
     body = " ".join([literal(f"<function={name}>" + "\n"), *parts, literal("</function>")])
     return [f"{rule}: {body}", *rules]
 
 
-def _strict(schema: dict[str, Any]) -> dict[str, Any]:
+def strict(schema: dict[str, Any]) -> dict[str, Any]:
     """Compact JSON, as the constraints write it (engine/constraints/grammar.py)."""
     return {**schema, "x-guidance": dict(JSON_OPTIONS)}
 

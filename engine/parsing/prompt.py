@@ -49,6 +49,7 @@ class TurnSetup:
     tool_specs: tuple[ToolSpec, ...] = ()
     tool_choice: str = "auto"  # Submit.tool_choice
     parallel_tool_calls: bool = True
+    thinking_off: bool = False  # the client switched the thinking off (enable_thinking false)
 
     @property
     def forced_call(self) -> bool:
@@ -76,7 +77,8 @@ def prepare_turn(render: Render, output: OutputFormat, submit: Submit) -> tuple[
     prompt += _thinking_off_prefill(output, submit.template_options)
     call_format = (output.tools if native else FALLBACK_TOOL_FORMAT) if tools else None
     return prompt, TurnSetup(output, call_format, starts_in_reasoning(prompt, output), tuple(tools),
-                             submit.tool_choice, submit.parallel_tool_calls)
+                             submit.tool_choice, submit.parallel_tool_calls,
+                             _wants_thinking_off(submit.template_options))
 
 
 def _render_fallback(render: Render, messages: Sequence[ChatMessage], tools: Sequence[ToolSpec],
@@ -95,10 +97,13 @@ def plain_turn(output: OutputFormat) -> TurnSetup:
     return TurnSetup(replace(output, tools=None), None, False)
 
 
+def _wants_thinking_off(options: Sequence[tuple[str, str]]) -> bool:
+    return any(name == "enable_thinking" and value.strip() == "false" for name, value in options)
+
+
 def _thinking_off_prefill(output: OutputFormat, options: Sequence[tuple[str, str]]) -> str:
     reasoning = output.reasoning
-    wanted_off = any(name == "enable_thinking" and value.strip() == "false" for name, value in options)
-    if reasoning is None or not wanted_off or "enable_thinking" in reasoning.switches:
+    if reasoning is None or not _wants_thinking_off(options) or "enable_thinking" in reasoning.switches:
         return ""
     return reasoning.empty_thought
 

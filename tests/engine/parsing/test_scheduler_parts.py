@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 from engine.parsing.formats import FALLBACK_TOOL_FORMAT, OutputFormat, ReasoningFormat
 from engine.parsing.prompt import TurnSetup
 from engine.protocol import (
+    Constraint,
     ReasoningText,
     SamplingParams,
     Token,
@@ -136,3 +138,37 @@ def test_a_call_cut_by_max_tokens_is_left_out_and_the_reason_says_length() -> No
     _, events = run(CALL, setup, SamplingParams(temperature=0, max_new_tokens=len(CALL) + 5))
     whole = finished(events, "a")
     assert whole.reason == "tool_calls" and [json.loads(c.arguments) for c in whole.tool_calls] == [{"city": "Paris"}]
+
+
+SCHEMA = Constraint("json_schema", json.dumps({"type": "object", "properties": {"n": {"type": "integer"}}}))
+
+
+def test_a_schema_after_a_thought_the_prompt_opened_holds_the_answer_from_the_close() -> None:
+    runner, events = run('Count.</think>{"n": 3}', TurnSetup(THINK, None, True),
+                         SamplingParams(temperature=0, max_new_tokens=60, constraint=SCHEMA))
+    done = finished(events, "a")
+    assert (done.reasoning, done.text) == ("Count.", '{"n": 3}'), "the JSON is the answer, not thinking"
+    installed = [(len(runner.sampled_under.get(0, [])), c) for _, c in runner.constraints if c is not None]
+    assert len(installed) == 1 and '"n"' in installed[0][1].source and "think" not in installed[0][1].source
+    assert runner.sampled_under[0] == encode('{"n": 3}') + [EOS], "every answer token sampled under it, and its end"
+
+
+def test_a_schema_on_a_thinking_model_leaves_the_thinking_free_from_the_first_token() -> None:
+    runner = MarkupRunner({"q": '<think>x</think>{"n": 1}'}, output_format=THINK)
+    scheduler = Scheduler(runner)
+    scheduler.submit("a", encode("q" + END_OF_PROMPT), replace(GREEDY, constraint=SCHEMA), TurnSetup(THINK, None, False))
+    (sequence,) = scheduler.waiting
+    grammar = sequence.params.constraint
+    assert grammar is not None and grammar.kind == "lark"
+    assert grammar.source.startswith('start: (think /[ \\t\\r\\n]*/)? response') and '"<think>"' in grammar.source
+
+
+def test_the_reasoning_budget_ends_a_thought_the_grammar_held_and_the_schema_starts_after_it() -> None:
+    setup = TurnSetup(THINK, None, False)
+    runner, events = run("<think>" + "t" * 40, setup,
+                         SamplingParams(temperature=0, max_new_tokens=60, reasoning_budget=5, constraint=SCHEMA))
+    done = finished(events, "a")
+    assert done.reasoning == "t" * 5
+    fresh = [c for _, c in runner.constraints if c is not None]
+    assert len(fresh) == 1 and "think" not in fresh[0].source, "the answer's own grammar, from after the close"
+    assert "<think>" + "t" * 5 + "\n</think>\n\n" in "".join(chr(t) for t in runner.kv[0])
