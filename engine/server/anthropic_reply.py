@@ -76,8 +76,9 @@ class MessageReply:
 
     # ------------------------------------------------------------ streams
 
-    def opening(self, prompt_tokens: int = 0) -> list[ServerSentEvent | str]:
-        usage = {"input_tokens": prompt_tokens, "output_tokens": 0}
+    def opening(self, prompt_tokens: int = 0, cached_tokens: int = 0) -> list[ServerSentEvent | str]:
+        usage = {"input_tokens": prompt_tokens - cached_tokens, "output_tokens": 0,
+                 "cache_read_input_tokens": cached_tokens, "cache_creation_input_tokens": 0}
         return [sse({"type": "message_start", "message": self._message([], None, usage)}), sse({"type": "ping"})]
 
     def event(self, event: Event) -> list[ServerSentEvent | str]:

@@ -148,7 +148,10 @@ class Routes:
                 "tools": [tool.model_dump(by_alias=True, exclude_none=True) for tool in body.tools or ()],
                 "tool_choice": body.tool_choice or "auto",
                 "text": body.text.model_dump(by_alias=True, exclude_none=True) if body.text else {"format": {"type": "text"}}}
-        return await self.answer(submit, ResponseReply(model_id(info), echo), body.stream)
+        if body.top_logprobs is not None:
+            echo["top_logprobs"] = body.top_logprobs
+        reply = ResponseReply(model_id(info), echo, logprobs=submit.sampling.logprobs is not None)
+        return await self.answer(submit, reply, body.stream)
 
     async def embeddings(self, request: Request) -> Response:
         raw = await read_json(request, self.options.max_body_bytes)

@@ -98,7 +98,7 @@ class Reply:
             choice["note"] = note
         return data(self._envelope(object_name, [choice]))
 
-    def opening(self, prompt_tokens: int = 0) -> list[str]:
+    def opening(self, prompt_tokens: int = 0, cached_tokens: int = 0) -> list[str]:
         return [self._chunk({"role": "assistant", "content": ""})]
 
     def event(self, event: Event) -> list[str]:

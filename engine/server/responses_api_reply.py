@@ -5,7 +5,10 @@ The engine's parts become output items in the order they come: `reasoning`
 (ToolCallStarted and its argument fragments). A stream is response.created,
 response.in_progress, per item output_item.added, its deltas and its .done
 events, output_item.done, then response.completed (or response.incomplete when
-the answer was cut at max_output_tokens). Every event has a sequence_number.
+the answer was cut at max_output_tokens), or response.failed when the engine
+could not finish it. Every event has a sequence_number. Where the request
+included "message.output_text.logprobs", each output_text delta waits for its
+tokens' log-probabilities (they come just after the text) and carries them.
 """
 
 from __future__ import annotations
@@ -19,8 +22,11 @@ from typing import Any
 from sse_starlette import ServerSentEvent
 from starlette.responses import Response
 
-from engine.protocol import Event, ReasoningText, Token, TokenLogprob, ToolCallArguments, ToolCallStarted, TurnFinished
+from engine.protocol import (
+    Event, Logprobs, ReasoningText, Token, TokenLogprob, ToolCallArguments, ToolCallStarted, TurnFinished,
+)
 from engine.server.errors import ApiError
+from engine.server.responses import chat_logprob
 
 
 def _id(prefix: str) -> str:
@@ -35,14 +41,18 @@ class ResponseReply:
     echo: dict[str, Any] = field(default_factory=dict)
     id: str = field(default_factory=lambda: _id("resp"))
     created_at: int = field(default_factory=lambda: int(time.time()))
+    logprobs: bool = False  # the request included the output text's log-probabilities
     _items: list[dict[str, Any]] = field(default_factory=list)  # output so far; the last may still be open
     _open: bool = False
     _sequence: int = 0
+    _unsent: str = ""  # the open message's text not yet sent: it waits for its log-probabilities
+    _message_logprobs: list[dict[str, Any]] = field(default_factory=list)  # the open message's, so far
 
-    def _response(self, status: str, output: list[dict[str, Any]], finished: TurnFinished | None) -> dict[str, Any]:
+    def _response(self, status: str, output: list[dict[str, Any]], finished: TurnFinished | None,
+                  error: dict[str, Any] | None = None) -> dict[str, Any]:
         incomplete = finished is not None and finished.reason in ("length", "context_full")
         return {"id": self.id, "object": "response", "created_at": self.created_at, "model": self.model,
-                "status": "incomplete" if incomplete else status, "output": output, "error": None,
+                "status": "incomplete" if incomplete else status, "output": output, "error": error,
                 "incomplete_details": {"reason": "max_output_tokens"} if incomplete else None,
                 "parallel_tool_calls": True, "tool_choice": "auto", "tools": [], "temperature": None, "top_p": None,
                 "instructions": None, "metadata": {}, "store": False, "previous_response_id": None,
@@ -56,6 +66,8 @@ class ResponseReply:
             output.append(reasoning_item(finished.reasoning))
         if finished.text or not finished.tool_calls:
             output.append(message_item(finished.text))
+            if self.logprobs:
+                output[-1]["content"][0]["logprobs"] = [chat_logprob(entry) for entry in logprobs]
         output.extend(call_item(_id("fc"), call.id, call.name, call.arguments) for call in finished.tool_calls)
         return self._response("completed", output, finished)
 
@@ -69,7 +81,7 @@ class ResponseReply:
         self._sequence += 1
         return ServerSentEvent(json.dumps(body, ensure_ascii=False, separators=(",", ":")), event=kind)
 
-    def opening(self, prompt_tokens: int = 0) -> list[ServerSentEvent | str]:
+    def opening(self, prompt_tokens: int = 0, cached_tokens: int = 0) -> list[ServerSentEvent | str]:
         started = self._response("in_progress", [], None)
         return [self._sse("response.created", response=started), self._sse("response.in_progress", response=started)]
 
@@ -85,14 +97,26 @@ class ResponseReply:
                 opened.append(self._sse("response.content_part.added", **self._where(), content_index=0,
                                         part=output_text("")))
             self._items[-1]["content"][0]["text"] += event.text
-            return [*opened, self._sse("response.output_text.delta", **self._where(), content_index=0,
-                                       delta=event.text, logprobs=[])]
+            if self.logprobs:  # sent with its log-probabilities, in the Logprobs event that follows
+                self._unsent += event.text
+                return opened
+            return [*opened, self._text_delta(event.text, [])]
+        if isinstance(event, Logprobs):
+            entries = [chat_logprob(entry) for entry in event.entries]
+            if not self._unsent or self._kind() != "message":  # thinking's or a call's tokens: not the text's
+                return []
+            self._message_logprobs += entries
+            text, self._unsent = self._unsent, ""
+            return [self._text_delta(text, entries)]
         if isinstance(event, ToolCallStarted):
             return self._start(call_item(_id("fc"), event.call_id, event.name, "", "in_progress"))
         if isinstance(event, ToolCallArguments) and event.text and self._kind() == "function_call":
             self._items[-1]["arguments"] += event.text
             return [self._sse("response.function_call_arguments.delta", **self._where(), delta=event.text)]
         return []
+
+    def _text_delta(self, text: str, logprobs: list[dict[str, Any]]) -> ServerSentEvent:
+        return self._sse("response.output_text.delta", **self._where(), content_index=0, delta=text, logprobs=logprobs)
 
     def _kind(self) -> str:
         return str(self._items[-1]["type"]) if self._open else ""
@@ -116,9 +140,13 @@ class ResponseReply:
         item["status"] = "completed"
         events: list[ServerSentEvent | str] = []
         if item["type"] == "message":
-            text = item["content"][0]["text"]
-            events += [self._sse("response.output_text.done", **where, content_index=0, text=text, logprobs=[]),
-                       self._sse("response.content_part.done", **where, content_index=0, part=output_text(text))]
+            text, logprobs, self._message_logprobs = item["content"][0]["text"], self._message_logprobs, []
+            if self._unsent:  # text whose log-probabilities never came (the turn ended with it)
+                events.append(self._text_delta(self._unsent, []))
+                self._unsent = ""
+            item["content"][0]["logprobs"] = logprobs
+            events += [self._sse("response.output_text.done", **where, content_index=0, text=text, logprobs=logprobs),
+                       self._sse("response.content_part.done", **where, content_index=0, part=item["content"][0])]
         elif item["type"] == "reasoning":
             events.append(self._sse("response.reasoning_text.done", **where, content_index=0,
                                     text=item["content"][0]["text"]))
@@ -136,9 +164,13 @@ class ResponseReply:
         return [*events, self._sse(kind, response=response)]
 
     def failure(self, error: ApiError) -> list[ServerSentEvent | str]:
+        """As OpenAI ends a response it could not finish: response.failed, the error in the response."""
         body = error.body()["error"]
         assert isinstance(body, dict)
-        return [self._sse("error", code=body["code"], message=body["message"], param=body["param"])]
+        events = self._close()
+        failed = self._response("failed", self._items, None, {"code": body["code"] or "server_error",
+                                                               "message": body["message"]})
+        return [*events, self._sse("response.failed", response=failed)]
 
 
 def output_text(text: str) -> dict[str, Any]:

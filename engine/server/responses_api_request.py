@@ -75,6 +75,8 @@ class ResponsesRequest(_Strict):
     temperature: float | None = Field(default=None, ge=0.0, le=2.0)
     top_p: float | None = Field(default=None, ge=0.0, le=1.0)
     seed: int | None = None
+    include: list[str] | None = None  # "message.output_text.logprobs" is kept; the rest name what is not here
+    top_logprobs: int | None = Field(default=None, ge=0, le=20)
     stream: bool = False
     previous_response_id: str | None = None
     store: bool | None = None  # nothing is stored either way
@@ -89,12 +91,22 @@ def responses_submit(chat_id: str, request: ResponsesRequest, context_length: in
     given: dict[str, Any] = {"temperature": request.temperature, "top_p": request.top_p, "seed": request.seed}
     sampling = SamplingParams(**{name: value for name, value in given.items() if value is not None},
                               repeat_penalty=1.0, max_new_tokens=request.max_output_tokens or context_length,
-                              constraint=_constraint(request.text))
+                              constraint=_constraint(request.text), logprobs=wanted_logprobs(request))
     effort = request.reasoning.effort if request.reasoning else None
     choice = _tool_choice(request.tool_choice, tools)
     return Submit(chat_id, _messages(request), sampling, tools=tools, tool_choice=choice,
                   parallel_tool_calls=tooling.parallel_calls(request.parallel_tool_calls, choice),
                   template_options=tooling.template_options(None, "reasoning", reasoning_effort=effort))
+
+
+LOGPROBS = "message.output_text.logprobs"
+
+
+def wanted_logprobs(request: ResponsesRequest) -> int | None:
+    """How many alternatives each token's log-probability comes with; None: no log-probabilities."""
+    if LOGPROBS in (request.include or ()) or request.top_logprobs:
+        return request.top_logprobs or 0
+    return None
 
 
 def _tools(tools: list[FunctionTool]) -> tuple[ToolSpec, ...]:

@@ -29,7 +29,7 @@ Sse = Union[str, ServerSentEvent]  # a bare string is one `data:` line
 class Encoder(Protocol):
     """One API's answer: the stream's events, and the whole answer at once."""
 
-    def opening(self, prompt_tokens: int) -> Sequence[Sse]: ...
+    def opening(self, prompt_tokens: int, cached_tokens: int) -> Sequence[Sse]: ...
 
     def event(self, event: Event) -> Sequence[Sse]: ...
 
@@ -67,7 +67,8 @@ class TurnStream(EventSourceResponse):
 
     @staticmethod
     async def _events(turn: Turn, encoder: Encoder) -> AsyncIterator[Sse]:
-        for item in encoder.opening(turn.prompt_tokens):
+        await turn.started()  # the opening waits for a slot, so it can say how much of the prompt was cached
+        for item in encoder.opening(turn.prompt_tokens, turn.cached_tokens):
             yield item
         held = CallHold()
         try:

@@ -21,7 +21,7 @@ from typing import AsyncIterator, Callable
 from engine.clients import EngineClient, EngineHost
 from engine.protocol import (
     Cancel, Embed, Embedded, EngineError, Event, Logprobs, ModelConfig, ModelInfo, ModelUnloaded, ReasoningText, Submit,
-    Token, TokenLogprob, ToolCallArguments, ToolCallStarted, TurnFinished, TurnQueued,
+    Token, TokenLogprob, ToolCallArguments, ToolCallStarted, TurnFinished, TurnQueued, TurnStarted,
 )
 from engine.server.errors import ApiError
 from engine.server.loads import ModelLoads
@@ -44,10 +44,12 @@ class Turn:
         self.submit, self.chat_id = submit, submit.chat_id
         self.queue: asyncio.Queue[Event] = asyncio.Queue()
         self.prompt_tokens = 0
+        self.cached_tokens = 0  # of the prompt, found in the slot's KV cache (known once the turn started)
         self.finished: TurnFinished | None = None
         self.logprobs: list[TokenLogprob] = []  # every Logprobs event's entries, in order
         self.note = ""  # set when the server itself ends the turn
         self._desk = desk
+        self._early: list[Event] = []  # read by started() before the turn's start, not yet by events()
 
     async def accepted(self) -> None:
         """Wait until the engine took the turn (it fits and waits for a slot); raise ApiError if not."""
@@ -62,10 +64,21 @@ class Turn:
             if isinstance(event, EngineError):
                 raise ApiError(500, f"The engine failed: {event.message.splitlines()[0]}")
 
+    async def started(self) -> None:
+        """Wait until the turn has a slot, or ended before it got one (events() then tells how)."""
+        while True:
+            event = await self.queue.get()
+            if isinstance(event, TurnStarted):
+                self.cached_tokens = event.reused_tokens
+                return
+            self._early.append(event)  # kept for events(), in order
+            if isinstance(event, (TurnFinished, EngineError)):
+                return
+
     async def events(self) -> AsyncIterator[Event]:
         """The answer's parts as they stream (text, thinking, tool calls, logprobs); `finished` is set at the end."""
         while self.finished is None:
-            event = await self.queue.get()
+            event = self._early.pop(0) if self._early else await self.queue.get()
             if isinstance(event, PART_EVENTS):
                 if isinstance(event, Logprobs):
                     self.logprobs.extend(event.entries)

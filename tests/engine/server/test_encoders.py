@@ -188,6 +188,41 @@ def test_a_response_cut_at_max_output_tokens_is_incomplete() -> None:
     assert kinds == ["response.incomplete"]
 
 
+def test_a_response_with_logprobs_sends_each_text_delta_with_its_tokens() -> None:
+    entries = [TokenLogprob("Let", -0.1, top=(("Let", -0.1),)), TokenLogprob(" me", -0.2, top=((" me", -0.2),)),
+               TokenLogprob(" check", -0.3, top=((" check", -0.3), (" see", -1.5)))]
+    events: list[Event] = [ReasoningText(CHAT, "Hmm."), Logprobs(CHAT, (TokenLogprob("Hmm", -2.0),)),
+                           Token(CHAT, "Let me"), Logprobs(CHAT, tuple(entries[:2])),
+                           Token(CHAT, " check"), Logprobs(CHAT, tuple(entries[2:]))]
+    finished = TurnFinished(CHAT, "stop", STATS, "Let me check", reasoning="Hmm.")
+    body = stream_bytes(ResponseReply("m", logprobs=True), events, finished)
+    sent = [json.loads(line[6:]) for line in body.decode().splitlines() if line.startswith("data: ")]
+    deltas = [(e["delta"], [lp["token"] for lp in e["logprobs"]]) for e in sent
+              if e["type"] == "response.output_text.delta"]
+    assert deltas == [("Let me", ["Let", " me"]), (" check", [" check"])]  # the thinking's token is not the text's
+    with openai_client(body).responses.stream(model="m", input="Hi") as stream:
+        final = stream.get_final_response()
+    part = final.output[1].content[0]
+    assert final.output_text == "Let me check" and [lp.token for lp in part.logprobs] == ["Let", " me", " check"]
+    assert [(t.token, t.logprob) for t in part.logprobs[2].top_logprobs] == [(" check", -0.3), (" see", -1.5)]
+    whole = openai_client(ResponseReply("m", logprobs=True).complete(finished, entries)).responses.create(
+        model="m", input="Hi")
+    assert [lp.logprob for lp in whole.output[1].content[0].logprobs] == [-0.1, -0.2, -0.3]
+    assert ResponseReply("m").complete(finished, entries)["output"][1]["content"][0]["logprobs"] == []
+
+
+def test_a_response_the_engine_could_not_finish_ends_as_failed() -> None:
+    reply = ResponseReply("m")
+    items = [*reply.opening(30), *reply.event(Token(CHAT, "Once"))]
+    items += reply.closing(TurnFinished(CHAT, "error", STATS, "", message="out of memory"))
+    sent = [json.loads(item.data) for item in items if isinstance(item, ServerSentEvent)]
+    assert [e["type"] for e in sent][-3:] == ["response.content_part.done", "response.output_item.done",
+                                              "response.failed"]
+    failed = sent[-1]["response"]
+    assert failed["status"] == "failed" and failed["error"]["message"] == "out of memory"
+    assert failed["output"][0]["content"][0]["text"] == "Once"  # what was written is still there
+
+
 @pytest.mark.parametrize("make", [lambda: Reply("chat", "m"), lambda: MessageReply("m"), lambda: ResponseReply("m")])
 def test_every_stream_ends_with_an_error_event_when_the_engine_fails(make: Callable[[], Any]) -> None:
     failed = TurnFinished(CHAT, "error", STATS, "", message="out of memory")

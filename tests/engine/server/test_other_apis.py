@@ -32,12 +32,19 @@ def test_anthropic_stream_joins_to_the_whole_message(claude) -> None:  # type: i
     fields = dict(model="m", max_tokens=24, extra_body=GREEDY, messages=[{"role": "user", "content": "Name three colors."}])
     claude.messages.create(**{**fields, "max_tokens": 1})  # warm-up: both below reuse the same cache
     whole = claude.messages.create(**fields)
-    kinds = []
+    kinds, start = [], None
     with claude.messages.stream(**fields) as stream:
         for event in stream:
             kinds.append(event.type)
+            if event.type == "message_start":
+                start = event.message.usage.model_dump()
         streamed = stream.get_final_message()
     assert kinds[0] == "message_start" and kinds[-1] == "message_stop"
+    # message_start already knows how much of the prompt came from the cache, as Anthropic's own stream does
+    final = streamed.usage
+    assert start is not None and start["cache_read_input_tokens"] == final.cache_read_input_tokens > 0
+    assert start["input_tokens"] == final.input_tokens == whole.usage.input_tokens + whole.usage.cache_read_input_tokens \
+        - final.cache_read_input_tokens
     assert "content_block_start" in kinds and kinds.index("content_block_stop") > kinds.index("content_block_start")
     assert streamed.content[0].text == whole.content[0].text and streamed.stop_reason == whole.stop_reason
     assert streamed.usage.output_tokens == whole.usage.output_tokens
@@ -87,6 +94,21 @@ def test_responses_text_and_stream(client) -> None:  # type: ignore[no-untyped-d
     assert kinds[:2] == ["response.created", "response.in_progress"]
     assert kinds[-1] in ("response.completed", "response.incomplete") and "response.output_text.delta" in kinds
     assert streamed.output_text == whole.output_text
+
+
+def test_responses_include_logprobs_streamed_or_not(client) -> None:  # type: ignore[no-untyped-def]
+    fields = dict(model=MODEL, input="Name three colors.", max_output_tokens=8, temperature=0,
+                  include=["message.output_text.logprobs"], top_logprobs=2)
+    whole = client.responses.create(**fields).output[0].content[0]
+    with client.responses.stream(**fields) as stream:  # cut at 8 tokens or not: the last event has the response
+        last = [event for event in stream][-1]
+    assert last.type in ("response.completed", "response.incomplete")
+    streamed = last.response.output[0].content[0]
+    for part in (whole, streamed):  # one entry per token: together they spell the text
+        assert part.text and "".join(lp.token for lp in part.logprobs).startswith(part.text)
+        assert 0 < len(part.logprobs) <= 8
+        assert all(len(lp.top_logprobs) == 2 and lp.logprob <= 0 for lp in part.logprobs)
+    assert [lp.token for lp in streamed.logprobs] == [lp.token for lp in whole.logprobs]
 
 
 def test_responses_refuse_previous_response_id(server: ApiServer) -> None:

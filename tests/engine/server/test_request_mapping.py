@@ -220,8 +220,17 @@ def test_responses_input_items_instructions_tools_and_format() -> None:
     assert responses().messages == (ChatMessage("user", "Hi"),)
 
 
+def test_responses_include_the_output_texts_logprobs() -> None:
+    assert responses().sampling.logprobs is None
+    assert responses(include=["reasoning.encrypted_content"]).sampling.logprobs is None  # named, not kept here
+    assert responses(include=["message.output_text.logprobs"]).sampling.logprobs == 0
+    assert responses(include=["message.output_text.logprobs"], top_logprobs=3).sampling.logprobs == 3
+    assert responses(top_logprobs=2).sampling.logprobs == 2
+
+
 @pytest.mark.parametrize("fields, param", [
     ({"previous_response_id": "resp_1"}, "previous_response_id"),
+    ({"top_logprobs": 21}, "top_logprobs"),
     ({"tools": [{"type": "function", "description": "no name"}]}, "tools[0].name"),
     ({"tools": [{"type": "web_search"}]}, "tools[0].type"),
     ({"tools": [{"type": "function", "name": "f"}], "tool_choice": {"type": "function", "name": "g"}}, "tool_choice"),
