@@ -26,7 +26,9 @@ from engine.parsing.formats import ToolCallFormat
 from engine.parsing.gemma_call import QUOTE, gemma_rules
 from engine.protocol import Constraint, ToolSpec
 
-WHITESPACE = r"/[ \t\r\n]*/"
+# Around the markers: a little, never unbounded (a model left a free run of whitespace may write only
+# that until max_tokens, as the random-weight family fixtures did under "required")
+WHITESPACE = r"/[ \t\r\n]{0,4}/"
 MAX_CALLS_PER_TURN = 8  # parallel calls one answer may make; the scheduler stops a free turn there too
 
 
@@ -80,7 +82,7 @@ def _rules(call_format: ToolCallFormat, tools: Sequence[ToolSpec], parallel: boo
         calls = f'"[" body ({literal(", ")} body){_more()} "]"' if parallel else '"[" body "]"'
         first = f"{WHITESPACE} {calls}" if opened else f"{WHITESPACE} {open_marker} {WHITESPACE} {calls}"
         return [f"calls: {first}", *rules]
-    rest = f"{WHITESPACE} body {WHITESPACE} {close}".rstrip()
+    rest = f"{WHITESPACE} body {WHITESPACE} {close}" if close else f"{WHITESPACE} body"  # nothing after the last
     call = f"{open_marker} {rest}"
     wrapper_open, wrapper_close = literal(call_format.calls_open, specials), literal(call_format.calls_close, specials)
     first = rest if opened else f"{WHITESPACE} {wrapper_open} {call}"

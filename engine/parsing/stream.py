@@ -11,7 +11,8 @@ text: text that could be the start of one is held back until it is known not to 
   finished answer (finish reason "length"), so a call with broken arguments is never returned.
 - The thinking opens only before any answer text: a `<think>` later in an answer is text.
 Whitespace right inside the thinking markers and between the thinking, the calls and the answer
-is dropped, as the templates write it.
+is dropped, as the templates write it; whitespace before the answer's first text waits for that text
+and goes with it, or is dropped when a call comes first (a call's answer has no text).
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ class OutputParser(CallModes):
         self._parts: list[Part] = []
         self._answer_started = False  # answer text or a call came: thinking can no longer open
         self._trim_answer = False  # drop whitespace before the next answer text
+        self._leading_ws = ""  # whitespace before any answer text: it goes out with the first text
         self._reasoning_ws = ""  # whitespace at the end of the thinking so far, held until more comes
         self._reasoning_started = False
         self._opened_now = False  # an opening marker was read in the last piece
@@ -85,6 +87,9 @@ class OutputParser(CallModes):
             self._emit_reasoning(self._pending[: len(self._pending) - partial_tail(self._pending, [self._reasoning_close])])
         elif self._mode == ANSWER and self._pending:
             self._emit_answer(self._pending[: len(self._pending) - partial_tail(self._pending, self._answer_markers())])
+        if self._leading_ws and not self._answer_started:  # an answer of whitespace only
+            self._answer_started, text, self._leading_ws = True, self._leading_ws, ""
+            self._emit_answer(text)
         self._pending = ""
         return self._take()
 
@@ -137,6 +142,7 @@ class OutputParser(CallModes):
         if thinking:
             self._mode, self._reasoning_started = REASONING, False
         else:
+            self._leading_ws = ""  # whitespace before a call is not the answer's
             self._open_call()
         return True
 
@@ -181,8 +187,11 @@ class OutputParser(CallModes):
             self._trim_answer = not text
         if not text:
             return
-        if text.strip():
-            self._answer_started = True
+        if not self._answer_started:
+            if not text.strip():
+                self._leading_ws += text
+                return
+            text, self._leading_ws, self._answer_started = self._leading_ws + text, "", True
         self.answer += text
         self._parts.append(AnswerText(text))
 

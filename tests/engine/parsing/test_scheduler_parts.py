@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
+from engine.parsing.call_grammar import WHITESPACE
 from engine.parsing.formats import FALLBACK_TOOL_FORMAT, OutputFormat, ReasoningFormat
 from engine.parsing.prompt import TurnSetup
 from engine.protocol import (
@@ -160,7 +161,7 @@ def test_a_schema_on_a_thinking_model_leaves_the_thinking_free_from_the_first_to
     (sequence,) = scheduler.waiting
     grammar = sequence.params.constraint
     assert grammar is not None and grammar.kind == "lark"
-    assert grammar.source.startswith('start: (think /[ \\t\\r\\n]*/)? response') and '"<think>"' in grammar.source
+    assert grammar.source.startswith(f'start: (think {WHITESPACE})? response') and '"<think>"' in grammar.source
 
 
 def test_the_reasoning_budget_ends_a_thought_the_grammar_held_and_the_schema_starts_after_it() -> None:

@@ -180,6 +180,19 @@ def test_call_cut_by_the_token_limit_is_marked_cut() -> None:
     assert len(whole.calls) == 1 and not whole.cut_call
 
 
+def test_whitespace_before_a_call_is_not_the_answer_and_before_text_goes_with_it() -> None:
+    call = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>'
+    parser = OutputParser(OutputFormat(tools=HERMES), HERMES)
+    parts = [part for piece in ["\n", "\n ", call] for part in parser.feed(piece)] + parser.finish()
+    assert parser.answer == "" and not any(isinstance(p, AnswerText) for p in parts)
+    assert [c.name for c in parser.calls] == ["get_weather"]
+    text = OutputParser(OutputFormat(tools=HERMES), HERMES)
+    shown = [part for piece in ["\n", " ", "Hi", " there"] for part in text.feed(piece)] + text.finish()
+    assert text.answer == "\n Hi there" and "".join(p.text for p in shown if isinstance(p, AnswerText)) == text.answer
+    blank = OutputParser(OutputFormat(tools=HERMES), HERMES)
+    assert [p.text for p in blank.feed("\n\n") + blank.finish()] == ["\n\n"]  # nothing else came: nothing lost
+
+
 def test_call_without_a_whole_name_is_dropped() -> None:
     parser = OutputParser(OutputFormat(tools=HERMES), HERMES)
     parts = parser.feed('<tool_call>\n{"name": "get_wea') + parser.finish()
