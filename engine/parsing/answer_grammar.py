@@ -42,10 +42,9 @@ def turn_constraints(setup: TurnSetup, constraint: Constraint | None) -> tuple[C
     if answer is None:
         return constraint, None
     rules, top = answer
-    # after the engine closed the thinking: harmony's close has opened the final message already
-    after: Constraint | None = _lark(top, rules)
-    if setup.output.harmony:  # no call can follow there
-        after = _lark("response_body", rules) if "response" in top else None
+    # after the engine closed the thinking; harmony's close then begins the next message and leaves
+    # its header to this grammar (the commentary channel's call, or the final answer)
+    after = _lark(top, rules)
     if setup.in_reasoning:
         return None, after
     thinking = _thinking(setup)

@@ -82,7 +82,9 @@ def _rules(call_format: ToolCallFormat, tools: Sequence[ToolSpec], parallel: boo
         calls = f'"[" body ({literal(", ")} body){_more()} "]"' if parallel else '"[" body "]"'
         first = f"{WHITESPACE} {calls}" if opened else f"{WHITESPACE} {open_marker} {WHITESPACE} {calls}"
         return [f"calls: {first}", *rules]
-    rest = f"{WHITESPACE} body {WHITESPACE} {close}" if close else f"{WHITESPACE} body"  # nothing after the last
+    # the name follows a name_args marker at once (harmony's `to=functions.NAME`, Mistral's `[TOOL_CALLS]NAME`)
+    lead = "" if call_format.style == "name_args" else f"{WHITESPACE} "
+    rest = f"{lead}body {WHITESPACE} {close}" if close else f"{lead}body"  # nothing after the last
     call = f"{open_marker} {rest}"
     wrapper_open, wrapper_close = literal(call_format.calls_open, specials), literal(call_format.calls_close, specials)
     first = rest if opened else f"{WHITESPACE} {wrapper_open} {call}"
@@ -110,8 +112,10 @@ def _body(call_format: ToolCallFormat, spec: ToolSpec, specials: Specials) -> st
 
 def xml_rules(rule: str, name: str, parameters: dict[str, Any]) -> list[str]:
     """Qwen3-Coder's call body: `<function=NAME>`, each parameter in the schema's order (the required ones
-    always, the others optional), `</function>`. A string value is free text up to its closing tag (a
-    lazy rule that stops there); any other value is JSON of its own schema."""
+    always, the others optional), `</function>`. A string value is raw text up to its closing tag, held
+    to its schema's length or choices (a lazy rule with the tag as its suffix: with `stop=` the end of
+    generation would end it too, and at maxLength nothing else could); any other value is JSON of its own
+    schema."""
     found = parameters.get("properties")
     properties: dict[str, Any] = found if isinstance(found, dict) else {}
     required = set(parameters.get("required") or ())
@@ -119,7 +123,7 @@ def xml_rules(rule: str, name: str, parameters: dict[str, Any]) -> list[str]:
     for number, (key, schema) in enumerate(properties.items()):
         value = f"{rule}_v{number}"
         if isinstance(schema, dict) and schema.get("type") == "string":
-            rules.append(f'{value}[stop={json.dumps(chr(10) + "</parameter>" + chr(10))}]: /(.|\\n)*/')
+            rules.append(f'{value}[suffix={json.dumps(chr(10) + "</parameter>" + chr(10))}]: {_xml_text(schema)}')
             parameter = f"{literal(f'<parameter={key}>' + chr(10))} {value}"
         else:
             sub = schema if isinstance(schema, dict) else {}
@@ -128,6 +132,18 @@ def xml_rules(rule: str, name: str, parameters: dict[str, Any]) -> list[str]:
         parts.append(parameter if key in required else f"({parameter})?")
     body = " ".join([literal(f"<function={name}>" + "\n"), *parts, literal("</function>")])
     return [f"{rule}: {body}", *rules]
+
+
+def _xml_text(schema: dict[str, Any]) -> str:
+    """A string parameter's raw text, held to its schema's enum / const and length: unbounded, a model may
+    write one value until max_tokens (what the random-weight fixtures did), and the cut call is lost."""
+    choices = [schema["const"]] if "const" in schema else schema.get("enum")
+    if isinstance(choices, list) and choices and all(isinstance(choice, str) for choice in choices):
+        return " | ".join(json.dumps(choice) for choice in choices)
+    least, most = schema.get("minLength", 0), schema.get("maxLength")
+    if isinstance(least, int) and isinstance(most, int):
+        return f"/(.|\\n){{{least},{most}}}/"
+    return f"/(.|\\n){{{least},}}/" if isinstance(least, int) and least else "/(.|\\n)*/"
 
 
 def strict(schema: dict[str, Any]) -> dict[str, Any]:
@@ -140,7 +156,33 @@ def _parameters(spec: ToolSpec) -> dict[str, Any]:
         parameters = json.loads(spec.parameters)
     except ValueError:
         parameters = None
-    return parameters if isinstance(parameters, dict) else {"type": "object"}
+    return closed(parameters) if isinstance(parameters, dict) else {"type": "object"}
+
+
+_SCHEMA_MAPS = ("properties", "$defs", "definitions", "patternProperties")
+_SCHEMA_LISTS = ("anyOf", "oneOf", "prefixItems")
+_SCHEMA_VALUES = ("items", "additionalProperties", "not")
+
+
+def closed(schema: Any) -> Any:
+    """`schema` with every object that lists its properties but says nothing of others closed to them, as
+    llama.cpp's schema grammars read it: under JSON Schema's own default a call may add any key, and a
+    model (every MCP tool's schema leaves the word out) writes one whose string runs to max_tokens, and
+    the cut call is lost. allOf's parts, and an object beside allOf or $ref, are left open: each names
+    only some of the whole's keys."""
+    if not isinstance(schema, dict):
+        return schema
+    out = dict(schema)
+    for key, value in schema.items():
+        if key in _SCHEMA_MAPS and isinstance(value, dict):
+            out[key] = {name: closed(sub) for name, sub in value.items()}
+        elif key in _SCHEMA_LISTS and isinstance(value, list):
+            out[key] = [closed(sub) for sub in value]
+        elif key in _SCHEMA_VALUES:
+            out[key] = closed(value)
+    if isinstance(schema.get("properties"), dict) and "allOf" not in schema and "$ref" not in schema:
+        out.setdefault("additionalProperties", False)
+    return out
 
 
 def literal(text: str, specials: Specials | None = None) -> str:

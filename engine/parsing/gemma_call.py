@@ -110,17 +110,37 @@ def _value(rule: str, schema: dict[str, Any], quote: str, rules: list[str], bare
         _value(f"{rule}_i", items if isinstance(items, dict) else {}, quote, rules)
         rules.append(f'{rule}: "[" ({rule}_i ("," {rule}_i)*)? "]"')
     elif kind == "string":
-        rules.append(f"{rule}: {quote} /[^\\x00]*/ {quote}")
-    elif kind == "integer":
-        rules.append(f"{rule}: /-?(0|[1-9][0-9]*)/")
-    elif kind == "number":
-        rules.append(f"{rule}: /-?(0|[1-9][0-9]*)(\\.[0-9]+)?([eE][-+]?[0-9]+)?/")
+        rules.append(f"{rule}: {quote} /[^\\x00]{_length(schema)}/ {quote}")
+    elif kind in ("integer", "number"):
+        rules.append(f"{rule}: {_number(kind, schema)}")
     elif kind == "boolean":
         rules.append(f'{rule}: "true" | "false"')
     elif kind == "null":
         rules.append(f'{rule}: "null"')
     else:
         _any(rule, quote, rules)
+
+
+def _number(kind: str, schema: dict[str, Any]) -> str:
+    """A number as JSON writes it, held to its schema's bounds (llguidance's JSON numbers); with none, to
+    16 digits a part, as llama.cpp's schema grammars do: unbounded, a model may write digits until
+    max_tokens, and the cut call is lost."""
+    bounds = {key: schema[key] for key in _NUMBER_BOUNDS if isinstance(schema.get(key), (int, float))}
+    if bounds:
+        return f"%json {json.dumps({'type': kind, **bounds})}"
+    whole = "-?(0|[1-9][0-9]{0,15})"
+    return f"/{whole}/" if kind == "integer" else f"/{whole}(\\.[0-9]{{1,16}})?([eE][-+]?[0-9]{{1,3}})?/"
+
+
+_NUMBER_BOUNDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")
+
+
+def _length(schema: dict[str, Any]) -> str:
+    """A string's minLength / maxLength as a regex repeat: unbounded, a model may write one string until
+    max_tokens, and the cut call is lost."""
+    least, most = schema.get("minLength", 0), schema.get("maxLength")
+    least = least if isinstance(least, int) else 0
+    return f"{{{least},{most}}}" if isinstance(most, int) else f"{{{least},}}" if least else "*"
 
 
 def _object(rule: str, schema: dict[str, Any], quote: str, rules: list[str]) -> None:

@@ -70,10 +70,16 @@ class HarmonyParser:
         self._pending = ""
         return self._take()
 
-    def close_reasoning(self) -> str:
-        """The budget ran out: end the analysis message and open the final one."""
+    def close_reasoning(self, header_follows: bool = False) -> str:
+        """The budget ran out: end the analysis message and open the final one; where `header_follows`
+        (a grammar writes the next message's header: a call on the commentary channel, or the final
+        answer) only begin the next message."""
         self._end_message()
-        self._header, self._kind, self._pending = None, "answer", ""
+        self._kind, self._pending = "answer", ""
+        if header_follows:
+            self._header = ""
+            return "<|end|><|start|>assistant"
+        self._header = None
         return "<|end|><|start|>assistant<|channel|>final<|message|>"
 
     def _read_header(self) -> bool:

@@ -93,8 +93,9 @@ class OutputParser(CallModes):
         self._pending = ""
         return self._take()
 
-    def close_reasoning(self) -> str:
-        """The engine closes the thinking itself (the budget ran out): the marker text it writes."""
+    def close_reasoning(self, header_follows: bool = False) -> str:
+        """The engine closes the thinking itself (the budget ran out): the marker text it writes.
+        (`header_follows` is harmony's: inline thinking has no headers.)"""
         self._mode, self._pending = ANSWER, ""
         self._end_reasoning()
         if self._reasoning is not None and self._reasoning.family == "think":

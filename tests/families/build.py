@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from engine.gpucheck.randgguf import LlamaShape, llama_tensors, random_tensor
+from engine.randweights.gguf_model import LlamaShape, llama_tensors, random_tensor
 from tests.families.recipes import FAMILIES, Family
 from tests.families.sources import fixture_file, folder
 from tests.families.vocab import Vocabulary

@@ -22,6 +22,7 @@ SCHEMA = Constraint("json_schema", json.dumps(
 ANSWER = '{"answer": 42}'
 OTHER = ToolSpec("get_time", "", json.dumps({"type": "object", "properties": {"zone": {"type": "string"}}}))
 THOUGHTS = {"qwen3": ["<think>", "\nLet me see.\n", "</think>", "\n\n"],
+            "gemma4": ["<|channel>", "thought\nLet me see.", "<channel|>"],
             "gpt_oss": ["<|channel|>", "analysis", "<|message|>", "Let me see.", "<|end|>", "<|start|>", "assistant"],
             "ministral_reasoning": ["[THINK]", "Let me see.", "[/THINK]"]}
 FINAL = {"gpt_oss": ["<|channel|>", "final", "<|message|>"]}
@@ -50,8 +51,8 @@ def test_a_schema_answer_may_follow_a_free_thought_and_is_held_to_the_schema(nam
     assert accepts(family, first, [*final, ANSWER]), "thinking is optional"
     assert not accepts(family, first, [*THOUGHTS[name], *final, '{"answer": "no"}'])
     assert not accepts(family, first, [*THOUGHTS[name], *final, "Forty-two."])
-    # the engine's own close at the reasoning budget: what follows it is the answer's body
-    assert accepts(family, after, [ANSWER]) and not accepts(family, after, ["Forty-two."])
+    # the engine's own close at the reasoning budget: what follows it is the answer (harmony's header first)
+    assert accepts(family, after, [*final, ANSWER]) and not accepts(family, after, [*final, "Forty-two."])
 
 
 def test_thinking_switched_off_leaves_no_room_to_think() -> None:
@@ -69,7 +70,7 @@ def test_a_thought_the_prompt_opened_is_free_and_the_schema_starts_after_it() ->
     assert accepts(family, after, [ANSWER]) and not accepts(family, after, ["The answer"])
 
 
-@pytest.mark.parametrize("name", ["qwen3", "llama3_1", "mistral_nemo", "gpt_oss"])
+@pytest.mark.parametrize("name", ["qwen3", "llama3_1", "mistral_nemo", "gpt_oss", "qwen2_5", "qwen3_coder", "gemma4"])
 def test_with_tools_and_a_schema_the_answer_is_a_call_or_the_schema(name: str) -> None:
     family = family_vocabulary(name)
     first, _ = turn_constraints(setup_of(family, "auto", (WEATHER, OTHER)), SCHEMA)
@@ -97,13 +98,22 @@ def test_a_marker_familys_auto_stays_free_until_the_marker() -> None:
     assert turn_constraints(setup_of(family, "auto", (WEATHER,)), None) == (None, None)
 
 
-@pytest.mark.parametrize("name", ["qwen3", "gpt_oss", "ministral_reasoning"])
+@pytest.mark.parametrize("name", ["qwen3", "gpt_oss", "ministral_reasoning", "gemma4"])
 def test_a_forced_call_may_think_first(name: str) -> None:
     family = family_vocabulary(name)
     first, _ = turn_constraints(setup_of(family, "get_weather", (WEATHER, OTHER)), SCHEMA)
     assert accepts(family, first, [*THOUGHTS[name], *CALLS[name]])
     assert accepts(family, first, CALLS[name])
     assert not accepts(family, first, [*FINAL.get(name, []), ANSWER]), "forced: the schema's answer is no way out"
+
+
+@pytest.mark.parametrize("name", ["qwen3", "gpt_oss", "gemma4"])
+def test_a_forced_call_after_the_budget_closed_the_thought_is_still_the_call(name: str) -> None:
+    family = family_vocabulary(name)
+    _, after = turn_constraints(setup_of(family, "required", (WEATHER, OTHER)), None)
+    # harmony: the engine's close began the next message only, so the call's own header comes next
+    assert accepts(family, after, CALLS[name])
+    assert not accepts(family, after, [*FINAL.get(name, []), "Sunny."]), "no way out into text"
 
 
 def test_a_clients_grammar_is_not_composed_and_waits_for_an_opened_thought() -> None:

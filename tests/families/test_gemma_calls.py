@@ -75,3 +75,35 @@ def test_the_grammar_takes_what_the_template_renders_and_refuses_what_the_schema
     assert not accepts(rendered_call({"city": "Lyon"}))  # days is required
     assert not accepts(rendered_call({"city": "Lyon", "days": 1, "by": "plane"}))  # not in the enum
     assert not accepts(f"<|tool_call>call:plan{{city:{Q}Lyon{Q},days:1.5}}<tool_call|>")  # not an integer
+
+
+def test_a_string_holds_its_schemas_length() -> None:
+    """Unbounded, a random-weight model wrote one string until max_tokens and the cut call was lost."""
+    family = gemma()
+    short = ToolSpec("plan", "", json.dumps({"type": "object", "required": ["city"], "properties": {
+        "city": {"type": "string", "minLength": 2, "maxLength": 5}}}))
+    constraint = whole_answer(family.output.tools, (short,), "plan", False, dict(family.output.special_tokens))
+
+    def takes(city: str) -> bool:
+        matcher = LLMatcher(family.llguidance, grammar_for(constraint), log_level=0)
+        call = f"<|tool_call>call:plan{{city:{Q}{city}{Q}}}<tool_call|><|tool_response>"
+        return all(matcher.consume_token(t) for t in tokens(call)) and matcher.is_accepting()
+
+    assert takes("Lyon") and takes("Paris")
+    assert not takes("Lyon, France") and not takes("L")
+
+
+def test_a_number_holds_its_schemas_bounds_and_has_at_most_sixteen_digits_without() -> None:
+    """Unbounded, a random-weight model wrote `a:-5555…` until max_tokens under `minimum: 0`."""
+    family = gemma()
+    add = ToolSpec("add", "", json.dumps({"type": "object", "required": ["a", "b"], "properties": {
+        "a": {"type": "integer", "minimum": 0, "maximum": 99}, "b": {"type": "number"}}}))
+    constraint = whole_answer(family.output.tools, (add,), "add", False, dict(family.output.special_tokens))
+
+    def takes(a: str, b: str) -> bool:
+        matcher = LLMatcher(family.llguidance, grammar_for(constraint), log_level=0)
+        call = f"<|tool_call>call:add{{a:{a},b:{b}}}<tool_call|><|tool_response>"
+        return all(matcher.consume_token(t) for t in tokens(call)) and matcher.is_accepting()
+
+    assert takes("0", "-2.5") and takes("99", "1e3") and takes("7", "9" * 16)
+    assert not takes("-5", "1") and not takes("100", "1") and not takes("5", "9" * 17)

@@ -92,3 +92,17 @@ def test_a_forced_call_is_written_in_the_families_own_tokens_and_parses(name: st
     parser.feed(text)
     parser.finish()
     assert [(c.name, json.loads(c.arguments)) for c in parser.calls] == [("get_weather", {"city": "Paris"})]
+
+
+@pytest.mark.parametrize("name", ["gpt_oss", "devstral"])
+def test_the_name_follows_a_name_args_marker_at_once(name: str) -> None:
+    """`to=functions. get_weather` is no call to harmony's reader (nor `[TOOL_CALLS] get_weather` to Mistral's):
+    the grammar leaves no room for whitespace between the marker and the name."""
+    family = vocabulary(name)
+    assert family.output.tools is not None and family.output.tools.style == "name_args"
+    constraint = whole_answer(family.output.tools, (WEATHER,), "required", False, dict(family.output.special_tokens))
+    spaced = [piece.replace("get_weather", " get_weather") for piece in CALLS[name]]
+    for pieces, expected in ((CALLS[name], True), (spaced, False)):
+        matcher = LLMatcher(family.llguidance, grammar_for(constraint), log_level=0)
+        accepted = all(matcher.consume_token(token) for token in tokens_of(family, pieces)) and matcher.is_accepting()
+        assert accepted is expected, pieces

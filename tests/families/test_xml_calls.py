@@ -12,6 +12,7 @@ from engine.constraints.grammar import grammar_for
 from engine.parsing.call_grammar import whole_answer
 from engine.parsing.stream import OutputParser
 from engine.protocol import ToolSpec
+from tests.families.test_markers import allowed_first
 from tests.families.vocab_view import family_vocabulary
 
 BOOK = ToolSpec("book", "Book a table.", json.dumps({
@@ -47,9 +48,9 @@ def test_a_string_parameter_that_looks_like_a_number_stays_a_string() -> None:
     assert parsed(call(("place", "42"), ("seats", "2")), 5)[1] == [("book", {"place": "42", "seats": 2})]
 
 
-def accepts(text: str) -> bool:
+def accepts(text: str, tool: ToolSpec = BOOK) -> bool:
     family = family_vocabulary("qwen3_coder")
-    constraint = whole_answer(family.output.tools, (BOOK,), "book", False, dict(family.output.special_tokens))
+    constraint = whole_answer(family.output.tools, (tool,), "book", False, dict(family.output.special_tokens))
     matcher = LLMatcher(family.llguidance, grammar_for(constraint), log_level=0)
     specials = dict(family.output.special_tokens)
     inner = text.removeprefix("<tool_call>").removesuffix("</tool_call>")
@@ -63,3 +64,29 @@ def test_the_grammar_takes_the_schemas_calls_and_refuses_others() -> None:
     assert not accepts(call(("seats", "4")))  # the required place is missing
     assert not accepts(call(("place", "x"), ("seats", "four")))  # not an integer
     assert not accepts(call(("place", "x"), ("seats", "1"), ("colour", "red")))  # not a parameter
+
+
+def test_a_value_at_its_longest_goes_on_to_its_closing_tag() -> None:
+    """Not to the end of the turn: with llguidance's `stop=` a value that reached maxLength could only be
+    ended by an end-of-generation token, and the call came back finished with no arguments."""
+    family = family_vocabulary("qwen3_coder")
+    tool = ToolSpec("book", "", json.dumps({"type": "object", "required": ["place"],
+                                            "properties": {"place": {"type": "string", "maxLength": 4}}}))
+    constraint = whole_answer(family.output.tools, (tool,), "book", False, dict(family.output.special_tokens))
+    matcher = LLMatcher(family.llguidance, grammar_for(constraint), log_level=0)
+    for token in [family.id_of("<tool_call>"), *family.tokens("\n<function=book>\n<parameter=place>\nChez")]:
+        assert matcher.consume_token(token)
+    allowed = allowed_first(family, matcher)
+    assert family.id_of("<|im_end|>") not in allowed and family.id_of("<|endoftext|>") not in allowed
+    assert allowed == {family.tokens("\n")[0]}
+
+
+def test_a_string_value_holds_its_schemas_length_and_choices() -> None:
+    """Raw text, but not free of the schema: a value that could run on would be written until max_tokens."""
+    tool = ToolSpec("book", "", json.dumps({"type": "object", "required": ["place", "seats"], "properties": {
+        "place": {"type": "string", "minLength": 2, "maxLength": 8}, "seats": {"type": "integer"},
+        "by": {"enum": ["car", "foot"], "type": "string"}}}))
+    assert accepts(call(("place", "Chez\nMoi"), ("seats", "4"), ("by", "foot")), tool)
+    assert not accepts(call(("place", "Chez Moi 42"), ("seats", "4")), tool)  # over maxLength
+    assert not accepts(call(("place", "C"), ("seats", "4")), tool)  # under minLength
+    assert not accepts(call(("place", "Chez"), ("seats", "4"), ("by", "bus")), tool)  # not one of the enum

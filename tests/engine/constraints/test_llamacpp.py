@@ -84,7 +84,8 @@ def _steps(runner: LlamaCppRunner, prompts: list[list[int]], constrained: list[i
     if constrained is not None:
         _start(runner, 3, replace(GREEDY, temperature=1.0, seed=1, constraint=schema_constraint("person")))
         work.append(SlotWork(3, constrained, 0, True))
-    rows, fed = [], [[] for _ in prompts]
+    rows: list[list[np.ndarray]] = []
+    fed: list[list[int]] = [[] for _ in prompts]
     for step in range(count):
         sampled = runner.forward(work)
         rows.append([runner.last_logits(slot) for slot in range(len(prompts))])
@@ -153,3 +154,46 @@ def test_logprobs_are_the_models_own_before_the_mask(runner: LlamaCppRunner) -> 
     _start(runner, 0, replace(GREEDY, logprobs=0))
     runner.forward([SlotWork(0, prompt, 0, True)])
     assert [e.top for e in runner.step_logprobs(0)] == [()]
+
+
+@pytest.mark.parametrize("drafted", [False, True], ids=["plain", "drafted"])
+def test_greedy_answers_are_the_same_with_the_masks_beside_the_pass_and_before_it(
+        runner: LlamaCppRunner, monkeypatch: pytest.MonkeyPatch, drafted: bool) -> None:
+    """Beside the pass the masks fill on the mask thread (a draft's rows all at once, and the additive
+    rows too); before it, on the engine thread (a draft row when sampling reaches it). The same batches
+    on the same threads in both: the answers must agree token for token."""
+    prompt = _tokens(runner, "Describe a person in JSON.")
+    constraint = schema_constraint("person")
+    monkeypatch.setattr(runner._rows.constraints.overlap, "threads", lambda threads: threads)
+    reference = _schema_answer(runner, prompt, constraint, [])
+    assert len(reference) >= 8, "long enough to hold several masked steps"
+    wrong = _tokens(runner, "hello")[-1]
+    # two tokens of the reference answer, then one it never writes there: some drafts are taken, some not
+    guide = reference if drafted else []
+    answers = {}
+    for beside in (True, False):
+        monkeypatch.setattr("engine.runners.llamacpp.rows.spare_core", lambda threads, beside=beside: beside)
+        answers[beside] = _schema_answer(runner, prompt, constraint, guide, wrong)
+    assert answers[True] == answers[False]
+    text = b"".join(runner._piece(token) for token in answers[True] if not runner.is_end_of_generation(token))
+    assert errors("person", text.decode()) == [] or not runner.is_end_of_generation(answers[True][-1])
+
+
+def _schema_answer(runner: LlamaCppRunner, prompt: list[int], constraint: Constraint, guide: list[int],
+                   wrong: int = 0) -> list[int]:
+    """A greedy answer under `constraint`; with `guide`, each step drafts its next two tokens and `wrong`."""
+    _start(runner, 0, replace(GREEDY, constraint=constraint))
+    tokens: list[int] = []
+    work = SlotWork(0, prompt, 0, True)
+    while len(tokens) < GREEDY.max_new_tokens:
+        new = runner.forward([work])[0]
+        tokens += new
+        if runner.is_end_of_generation(tokens[-1]):
+            break
+        at = len(tokens)
+        start = work.start_pos + len(work.tokens) + len(new) - 1  # the new last token's position
+        if work.draft:
+            runner.remove_from(0, start)  # the cells of the draft tokens not taken
+        draft = [*guide[at : at + 2], wrong] if guide and at + 2 <= len(guide) else []
+        work = SlotWork(0, [tokens[-1]], start, True, draft)
+    return tokens

@@ -6,6 +6,7 @@ from dataclasses import replace
 
 from engine.protocol import Constraint, Logprobs, SamplingParams, Token, TurnStarted
 from engine.scheduler import Scheduler
+from engine.scheduling.results import StepResults
 from engine.sequence import Sequence
 from tests.engine.fake_runner import FakeRunner, encode
 from tests.engine.test_scheduler import finished, run_until_idle, text_of
@@ -37,7 +38,7 @@ def test_a_constraint_installed_between_steps_reaches_the_runner_before_the_next
     assert not scheduler.constrain("nobody", CALL)
 
 
-class OpensACall(Scheduler):
+class OpensACall(StepResults):
     """Stands in for the parser: on the first `marker` character of an answer, a constraint starts."""
 
     marker = "j"
@@ -51,7 +52,8 @@ class OpensACall(Scheduler):
 
 def test_a_constraint_started_mid_draft_drops_the_rest_of_the_step_and_loses_no_token() -> None:
     runner = FakeRunner({QUOTE: QUOTE})
-    scheduler = OpensACall(runner, FixedCost(0.2))
+    scheduler = Scheduler(runner, FixedCost(0.2))
+    scheduler._results = OpensACall(runner, scheduler.slots, scheduler.sampled_log, scheduler.draft_log)
     events = scheduler.submit("a", encode(f"{QUOTE}>"), GREEDY) + run_until_idle(scheduler)
     assert text_of(events, "a") == QUOTE, "every token once, in order"  # the fake runner checks the cache too
     assert runner.constraints == [(0, CALL)]

@@ -89,3 +89,19 @@ def test_harmony_leaves_its_end_of_generation_close_to_the_turn(tokenizer) -> No
     call = '<|channel|>commentary to=functions.get_time <|constrain|>json<|message|>{"zone": "UTC"}'
     assert accepts(tokenizer, forced, call)
     assert not accepts(tokenizer, forced, call + "<|call|>")
+
+
+@pytest.mark.parametrize("name", ["fallback", "meta-llama-Llama-3.1-8B-Instruct", "mistralai-Mistral-Nemo-Instruct-2407",
+                                  "unsloth-mistral-Devstral-Small-2507"])
+def test_a_call_adds_no_key_its_schema_leaves_unsaid_as_llamacpps_grammars_read_it(tokenizer, name: str) -> None:
+    """WEATHER's schema (as every MCP tool's) does not say additionalProperties: left open, a random-weight
+    model wrote `"@ food food …` as a second key until max_tokens and the cut call was lost."""
+    call_format = FORMATS[name]
+    assert call_format is not None
+    forced = whole_answer(call_format, TOOLS, "get_weather", False)
+    assert accepts(tokenizer, forced, call_text(call_format, "get_weather", {"city": "Paris"}, False))
+    extra = call_text(call_format, "get_weather", {"city": "Paris", "note": "x"}, False)
+    assert not accepts(tokenizer, forced, extra)
+    parameters = {**json.loads(WEATHER.parameters), "additionalProperties": True}
+    open_weather = ToolSpec("get_weather", "", json.dumps(parameters))
+    assert accepts(tokenizer, whole_answer(call_format, (open_weather,), "get_weather", False), extra)

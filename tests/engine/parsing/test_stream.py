@@ -217,5 +217,16 @@ def test_harmony_closing_by_budget_opens_the_final_channel() -> None:
     assert [p.text for p in parts] == ["Hi."] and parser.reasoning_text == "Hmm"
 
 
+def test_harmony_closing_by_budget_before_a_grammar_leaves_the_header_to_it() -> None:
+    parser = HarmonyParser()
+    parser.feed("<|channel|>analysis<|message|>Hmm")
+    assert parser.close_reasoning(header_follows=True) == "<|end|><|start|>assistant"
+    assert not parser.in_reasoning
+    parts = parser.feed('<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{"city": "Oslo"}')
+    parts += parser.finish()
+    assert [(c.name, c.arguments) for c in parser.calls] == [("get_weather", '{"city": "Oslo"}')]
+    assert parser.answer == "" and parser.reasoning_text == "Hmm" and parts
+
+
 def test_harmony_tools_format_is_a_name_args_call() -> None:
     assert HARMONY_TOOLS.style == "name_args" and HARMONY_TOOLS.close == "<|call|>"
