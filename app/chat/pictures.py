@@ -100,6 +100,8 @@ class PictureChip(QFrame):
         self.setObjectName("pictureChip")
         self.key, self.name, self.image, self.error = key, name, image, error
         self.problem = ""  # the model's: it cannot see
+        self.tokens: int | None = None  # the prompt tokens it takes with the tab's model, once counted
+        self.counted_for: str | None = None  # the model path those tokens were asked for
         self.setFrameShape(QFrame.Shape.StyledPanel)
         self.preview = QLabel(self)
         if image is not None:
@@ -125,7 +127,8 @@ class PictureChip(QFrame):
             self.setToolTip(f"{problem}. Remove the picture or choose a model that can see.")
         else:
             assert self.image is not None
-            self.label.setText(f"{self.name} · {describe(self.image)}")
+            tokens = f" · {self.tokens:,} tokens" if self.tokens is not None else ""
+            self.label.setText(f"{self.name} · {describe(self.image)}{tokens}")
             self.setToolTip("")
 
 

@@ -6,6 +6,6 @@ llama-cpp-python, bitsandbytes or gguf, and a run may carry 64 MiB. `--prepare`
 (plan.py); `--part llama` and `--part hf` (run.py) build and measure there,
 each step timed into one JSON and one log (record.py), measurements in child
 processes (child.py, llama_steps.py, hf_steps.py, memory_check.py) on
-random-weights models of real shapes (randgguf.py). `--dry-run` runs the same
+random-weights models of real shapes (engine/randweights/). `--dry-run` runs the same
 steps on CPU stand-ins, and `make test` runs it, so the script cannot rot.
 """

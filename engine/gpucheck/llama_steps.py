@@ -143,7 +143,7 @@ def make_models(args: dict[str, Any]) -> dict[str, Any]:
 
     import gguf
 
-    from engine.gpucheck.randgguf import scaled, shape_of, write_random
+    from engine.randweights.gguf_model import scaled, shape_of, write_random
 
     skeleton, folder = Path(args["skeleton"]), Path(args["folder"])
     folder.mkdir(parents=True, exist_ok=True)

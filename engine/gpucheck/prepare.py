@@ -3,7 +3,7 @@
 Run on the CPU machine, with PyPI reachable. Downloads go through pip, by name
 and version; nothing else is fetched. The llama-cpp-python sdist (76.6 MB) is
 repacked without what a CUDA build of libllama never reads (~5 MB); the
-default model travels as its skeleton (engine/gpucheck/randgguf.py).
+default model travels as its skeleton (engine/randweights/gguf_model.py).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ WHEELS_COMMON = ("gguf==0.19.0", "diskcache==5.6.3")  # pure Python; the GPU mac
 MODEL_NOTE = ("SmolLM2-135M-Instruct Q4_1 is 98 MB, over the limit alone. It travels as its skeleton: every "
               "metadata field (tokenizer, chat template, hyperparameters) and the type of each tensor role, no "
               "weights. The GPU machine writes the same 272 tensors (same names, shapes and ggml types) with random "
-              "values (engine/gpucheck/randgguf.py), so speed and memory are the real model's; its text is noise. "
+              "values (engine/randweights/gguf_model.py), so speed and memory are the real model's; its text is noise. "
               "Splitting the file over two runs would not help: a fresh machine per run keeps nothing.")
 
 
@@ -94,7 +94,7 @@ def prepare(folder: Path, checkout: Path, default_model: Path) -> Manifest:
     for requirement in WHEELS_COMMON:
         saved = pip_download(requirement, folder / "common", "--only-binary=:all:")
         artifacts.append(artifact(folder, f"common/{saved.name}", f"{requirement}, pure Python"))
-    from engine.gpucheck.randgguf import write_skeleton
+    from engine.randweights.gguf_model import write_skeleton
 
     write_skeleton(default_model, folder / SKELETON)
     artifacts.append(artifact(folder, SKELETON, f"{default_model.name} without weights: metadata and tensor types"))

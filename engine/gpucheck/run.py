@@ -157,7 +157,7 @@ def _skeleton(context: Context, prepared: Path) -> Path:
     if prepared.is_file() or not context.profile.dry:
         return prepared
     from engine.catalog.default_model import default_model_path
-    from engine.gpucheck.randgguf import write_skeleton
+    from engine.randweights.gguf_model import write_skeleton
 
     model = default_model_path()
     if model is None:

@@ -119,21 +119,21 @@ def test_a_copy_without_git_counts_every_file_but_the_prepared_folder(tmp_path: 
 
 def test_the_skeleton_and_a_random_file_of_the_default_models_shape(default_model: str, tmp_path: Path) -> None:
     gguf = pytest.importorskip("gguf")
-    from engine.gpucheck import randgguf
+    from engine.randweights import gguf_model
 
-    skeleton = randgguf.write_skeleton(default_model, tmp_path / "skeleton.gguf")
+    skeleton = gguf_model.write_skeleton(default_model, tmp_path / "skeleton.gguf")
     assert skeleton.stat().st_size < 3 << 20
     real, kept = gguf.GGUFReader(default_model), gguf.GGUFReader(skeleton)
     assert not kept.tensors
     for key in ("tokenizer.ggml.tokens", "tokenizer.chat_template", "llama.block_count"):
         assert kept.get_field(key).contents() == real.get_field(key).contents()
-    shape = randgguf.shape_of(kept)
+    shape = gguf_model.shape_of(kept)
     assert (shape.layers, shape.embedding, shape.kv_heads, shape.vocab, shape.tied) == (30, 576, 3, 49152, True)
     expected = sorted((t.name, tuple(int(n) for n in t.shape), t.tensor_type.name) for t in real.tensors)
-    ours = randgguf.llama_tensors(shape, randgguf.skeleton_types(skeleton))
+    ours = gguf_model.llama_tensors(shape, gguf_model.skeleton_types(skeleton))
     assert sorted((t.name, t.shape, t.type) for t in ours) == expected
-    tiny = randgguf.scaled(shape, layers=1, embedding=64, feed_forward=128, heads=2, kv_heads=1)
-    written = gguf.GGUFReader(randgguf.write_random(skeleton, tmp_path / "tiny.gguf", tiny, reader=kept))
+    tiny = gguf_model.scaled(shape, layers=1, embedding=64, feed_forward=128, heads=2, kv_heads=1)
+    written = gguf.GGUFReader(gguf_model.write_random(skeleton, tmp_path / "tiny.gguf", tiny, reader=kept))
     tensors = {t.name: t for t in written.tensors}
     assert written.get_field("llama.embedding_length").contents() == 64
     assert (tensors["blk.0.attn_norm.weight"].data == 1.0).all()

@@ -1,5 +1,6 @@
 """A picture attached in the real window reaches the real transformers runner (a tiny LLaVA built in code):
-the turn's prompt holds the picture's image tokens, counted by the engine, beside the same question alone."""
+its chip says the tokens it will take before sending (the model's processor, counted off the GUI thread), and
+the turn's prompt holds that many more, counted by the engine, beside the same question alone."""
 
 from __future__ import annotations
 
@@ -52,7 +53,10 @@ def test_the_pictures_tokens_reach_the_runner(qtbot, vision_model: str, tmp_path
         path = tmp_path / "red.png"
         path.write_bytes(picture((200, 20, 20)))
         seeing.attachments.attach([path])
-        assert "cannot see" not in next(iter(seeing.attachments.pictures.values())).label.text()
+        chip = next(iter(seeing.attachments.pictures.values()))
+        assert "cannot see" not in chip.label.text()
+        qtbot.waitUntil(lambda: chip.tokens is not None, timeout=LONG)
+        assert chip.tokens == IMAGE_TOKENS and chip.label.text().endswith(f" · {IMAGE_TOKENS} tokens")
         for tab in (plain, seeing):
             tab.input.setPlainText(QUESTION)
             tab.send()

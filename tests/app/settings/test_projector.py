@@ -12,7 +12,7 @@ from PySide6.QtWidgets import QDialogButtonBox
 
 from app.models.library import config_for_path
 from app.settings.store import settings_path
-from engine.gpucheck.randmmproj import write_mmproj
+from engine.randweights.mmproj import write_mmproj
 from engine.images import can_see
 
 
@@ -47,8 +47,8 @@ def test_a_chosen_projector_is_counted_applied_and_kept(qtbot, make_window, tmp_
     other = config_for_path(window.model.config_in_effect, str(tmp_path / "other.gguf"), stored["model.projectors"])
     assert other.mmproj is None
 
-    row.use_automatic()
-    assert row.label.text() == "none: this model reads text only" and not row.auto_button.isEnabled()
+    row.clear()
+    assert row.label.text() == "none: this model reads text only" and not row.clear_button.isEnabled()
     with qtbot.waitSignal(window.bridge.model_loaded, timeout=60_000) as loaded:
         qtbot.mouseClick(apply, Qt.MouseButton.LeftButton)
     assert not can_see(loaded.args[0])

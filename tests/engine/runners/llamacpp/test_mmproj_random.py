@@ -6,7 +6,7 @@ from __future__ import annotations
 import ctypes
 from pathlib import Path
 
-from engine.gpucheck.randmmproj import IMAGE_SIZE, n_image_tokens, write_mmproj
+from engine.randweights.mmproj import IMAGE_SIZE, n_image_tokens, write_mmproj
 
 N_EMBD = 576  # SmolLM2-135M
 

@@ -1,5 +1,5 @@
 """Pictures through a llama.cpp vision projector (libmtmd) on the real default model with a random mlp projector
-(engine/gpucheck/randmmproj.py): the image's tokens reach the slot's sequence as ids past the vocabulary, image
+(engine/randweights/mmproj.py): the image's tokens reach the slot's sequence as ids past the vocabulary, image
 chats and a text chat share the steps, a picture is encoded once, and answers stream through the real engine.
 Random weights say nothing true about a picture: counts, positions and ids are asserted, never words."""
 
@@ -11,7 +11,7 @@ from typing import Iterator
 import llama_cpp
 import pytest
 
-from engine.gpucheck.randmmproj import n_image_tokens, write_mmproj
+from engine.randweights.mmproj import n_image_tokens, write_mmproj
 from engine.images import can_see, cannot_see
 from engine.protocol import (
     ChatMessage,
