@@ -5,16 +5,15 @@ from __future__ import annotations
 import pytest
 
 from engine.speculative import (
-    DEFAULT_COST_RATIO,
     FIRST_PAUSE,
     MAX_DRAFT,
     MAX_PAUSE,
     Odds,
     PromptLookup,
     Speculator,
-    StepCost,
     draft_lengths,
 )
+from engine.step_cost import StepCost, prior_cost_ratio
 
 
 def lookup_of(tokens: list[int]) -> PromptLookup:
@@ -44,7 +43,7 @@ def test_a_tail_seen_nowhere_before_gives_no_draft_and_the_index_follows_new_tok
 
 def test_a_draft_stops_before_an_end_of_generation_token() -> None:
     speculator = Speculator(is_end=lambda token: token == 0)
-    speculator.odds[1] = Odds(accepted=10.0, tried=10.0)  # certain: as long as the lookup allows
+    speculator.odds["lookup", 1] = Odds(accepted=10.0, tried=10.0)  # certain: as long as the lookup allows
     assert speculator.propose([5, 6, 7, 0, 9, 5], room=8, cost_ratio=0.5) == [6, 7]
 
 
@@ -126,7 +125,7 @@ def test_a_chat_whose_guesses_keep_missing_waits_longer_each_time_until_one_hold
 
 def test_step_cost_separates_a_steps_fixed_part_from_what_each_token_adds() -> None:
     cost = StepCost()
-    assert cost.ratio(1) == DEFAULT_COST_RATIO  # nothing measured yet
+    assert cost.ratio(1) == prior_cost_ratio(1) == pytest.approx(0.4)  # nothing measured yet: 0.4 / (0.6 + 0.4)
     for tokens in [1, 3, 1, 9, 2, 17, 1, 5, 4, 1, 12, 2]:
         cost.observe(1, tokens, prompt_tokens=0, seconds=0.010 + 0.005 * tokens)
     cost.observe(1, 300, prompt_tokens=299, seconds=9.0)  # a prompt chunk: not a decode step, ignored
@@ -149,7 +148,7 @@ def test_step_cost_keeps_its_default_when_every_step_had_the_same_size() -> None
     cost = StepCost()
     for _ in range(20):
         cost.observe(1, 1, prompt_tokens=0, seconds=0.012)
-    assert cost.ratio(1) == DEFAULT_COST_RATIO
+    assert cost.ratio(1) == prior_cost_ratio(1)
 
 
 def test_step_cost_keeps_its_last_fit_when_the_drafts_stop_and_every_step_has_one_size() -> None:
@@ -177,7 +176,7 @@ def test_a_guess_that_holds_but_does_not_pay_still_waits_before_the_next() -> No
 
 def test_a_pause_holds_back_guesses_but_not_a_match_whose_drafts_have_paid() -> None:
     speculator = Speculator(is_end=lambda token: False)
-    speculator.odds[3] = Odds(accepted=9.0, tried=10.0, checked=3)  # 3-token matches have paid in this turn
+    speculator.odds["lookup", 3] = Odds(accepted=9.0, tried=10.0, checked=3)  # 3-token matches have paid in this turn
     speculator.pause = 8  # after a 1-token guess that missed
     assert speculator.propose([1, 2, 3, 4, 5, 6, 7, 8, 1, 2, 3], room=16, cost_ratio=0.39) == [4, 5, 6, 7]
     assert speculator.pause == 7

@@ -7,7 +7,7 @@ from dataclasses import replace
 from engine.protocol import SamplingParams
 from engine.scheduler import Scheduler
 from engine.sequence import Sequence
-from engine.speculative import StepCost
+from engine.step_cost import StepCost
 from tests.engine.fake_runner import FakeRunner, encode
 from tests.engine.test_scheduler import finished, run_until_idle, text_of
 
