@@ -9,6 +9,11 @@ from PySide6.QtWidgets import QDialog, QDialogButtonBox, QHeaderView, QMenu, QMe
 OTHER_KEYS: tuple[tuple[str, str, str], ...] = (
     ("Message", "Send", "Enter"),
     ("Message", "New line", "Shift+Enter"),
+    ("Message", "Send while answering: queued, sent when the answer ends", "Enter"),
+    ("Messages", "Previous / next message", "Alt+Up, Alt+Down"),
+    ("Find in chat", "Next match", "Enter, F3"),
+    ("Find in chat", "Previous match", "Shift+Enter, Shift+F3"),
+    ("Find in chat", "Close", "Esc"),
     ("Tabs", "Next tab", "Ctrl+Tab, Ctrl+PgDown"),
     ("Tabs", "Previous tab", "Ctrl+Shift+Tab, Ctrl+PgUp"),
     ("Sidebar", "Open the selected chat", "Enter"),

@@ -55,7 +55,7 @@ def test_every_control_has_a_name_a_screen_reader_can_say(qtbot, scripted_window
     names = {w.accessibleName() or w.text() for w in controls}
     assert {"Copy message", "Copy this code", "Edit", "Close chat", "Temperature"} <= names and unnamed == []
     cards = tab.view.cards()
-    assert [card.accessibleName() for card in cards] == ["You message", "Assistant message"]
+    assert [card.accessibleName() for card in cards] == ["You, 2 words", "Assistant, 4 words"]  # "Here:" and "x = 1"
 
 
 def test_ctrl_plus_and_minus_change_the_text_size_and_it_is_remembered(qtbot, scripted_window) -> None:
