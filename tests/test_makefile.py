@@ -1,4 +1,4 @@
-"""The Makefile's install logic, read with `make -n` (nothing runs): the whole app by default, the CPU
+"""The Makefile's install logic, read with `make -n` (nothing runs): the whole app by default, the
 torch pinned before anything can pull torch on the test path only, and a quick second run."""
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ def plan(target: str, venv: Path, *variables: str) -> list[str]:
 
 def test_a_fresh_make_test_pins_torch_before_the_hf_extra(tmp_path: Path) -> None:
     lines = plan("test", tmp_path / "venv")
-    pin = next(i for i, line in enumerate(lines) if '"torch==2.13.0"' in line)
+    pin = next(i for i, line in enumerate(lines) if 'install -q torch==2.14.1 torchvision==0.29.1' in line)
     full = next(i for i, line in enumerate(lines) if '-e ".[gguf,hf,default-model,gpu,server,remote]"' in line)
     llama = next(i for i, line in enumerate(lines) if "pip-install-llama.sh" in line)
     assert pin < llama < full and "import torch" in lines[pin]  # a torch already there is kept
@@ -38,7 +38,7 @@ def test_a_fresh_make_test_pins_torch_before_the_hf_extra(tmp_path: Path) -> Non
                                                    ("test-heavy", "-m heavy")])
 def test_each_tier_runs_alone_on_the_same_set_up(tmp_path: Path, target: str, selection: str) -> None:
     lines = plan(target, tmp_path / "venv")
-    assert any('"torch==2.13.0"' in line for line in lines) and any('-e ".[all,test]"' in line for line in lines)
+    assert any('install -q torch==2.14.1 torchvision==0.29.1' in line for line in lines) and any('-e ".[all,test]"' in line for line in lines)
     assert "-m pytest -q -p no:cacheprovider" in lines[-1] and lines[-1].rstrip().endswith(selection)
 
 

@@ -70,7 +70,9 @@ def make_window(qtbot, default_model: str) -> Iterator[Callable[..., object]]:  
 
     windows: list[MainWindow] = []
 
-    def make(wait_for_model: bool = True, max_new_tokens: int = 24, **settings: object) -> MainWindow:
+    def make(wait_for_model: bool = True, max_new_tokens: int = 24, model_path: str | None = None,
+             **settings: object) -> MainWindow:
+        """`model_path`: another model than the default (a family's fixture)."""
         settings.setdefault("threads", 1)  # the GUI and other jobs share this machine's 2 cores
         # no F32 copy for long prompts: each window would prepare and check one at load, and how long
         # prompts are read is the engine tests' business (test_prompt_copy.py, test_engine_llamacpp.py)
@@ -79,7 +81,7 @@ def make_window(qtbot, default_model: str) -> Iterator[Callable[..., object]]:  
         for key, value in settings.items():
             stored.set(f"model.{key}", value)
         stored.save()
-        window = MainWindow(model_path=default_model)
+        window = MainWindow(model_path=model_path or default_model)
         window.default_sampling = SamplingParams(temperature=0.0, max_new_tokens=max_new_tokens, seed=0)
         window.system_prompt = ""
         qtbot.addWidget(window)

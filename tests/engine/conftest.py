@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -16,6 +17,23 @@ def templateless_model(default_model: str, tmp_path_factory: pytest.TempPathFact
     """The default GGUF without tokenizer.chat_template and with the base model's end token."""
     target = tmp_path_factory.mktemp("base") / "SmolLM2-135M-no-template.gguf"
     return str(write_without_chat_template(Path(default_model), target, eos_token_id=ENDOFTEXT))
+
+
+@pytest.fixture(scope="session")
+def default_gguf_fields(default_model: str) -> Any:
+    """The default GGUF read by gguf.GGUFReader, once (seconds: its vocabulary), for files made from its fields."""
+    import gguf
+
+    return gguf.GGUFReader(default_model)
+
+
+@pytest.fixture(scope="session")
+def random_draft_model(default_model: str, default_gguf_fields: Any, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A draft model of the default model's vocabulary that is never right (tests/engine/random_drafts.py)."""
+    from tests.engine.random_drafts import write_tiny_draft
+
+    target = tmp_path_factory.mktemp("random_draft") / "random-draft.gguf"
+    return str(write_tiny_draft(default_model, default_gguf_fields, target))
 
 
 @pytest.fixture(scope="session")
@@ -43,3 +61,17 @@ def repeating_model(tmp_path_factory: pytest.TempPathFactory) -> str:
     from tests.engine.runners.hf.tiny_hf import build_repeating_llama
 
     return str(build_repeating_llama(tmp_path_factory.mktemp("repeating_llama") / "repeating-llama"))
+
+
+@pytest.fixture(scope="session")
+def speech_to_text(speech_model: str):  # type: ignore[no-untyped-def]
+    from engine.voice.whisper import FasterWhisper
+
+    return FasterWhisper(speech_model, threads=2)
+
+
+@pytest.fixture(scope="session")
+def text_to_speech(voice_model: str):  # type: ignore[no-untyped-def]
+    from engine.voice.piper_voice import PiperSpeech
+
+    return PiperSpeech(voice_model, threads=2)

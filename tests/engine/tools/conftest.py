@@ -11,9 +11,15 @@ from pathlib import Path
 
 import pytest
 
+from engine.tools.builtin.base import mcp_source, untrusted
 from engine.tools.config import ServerConfig
 
 SERVER_SCRIPT = Path(__file__).with_name("mcp_server.py")
+
+
+def mcp_framed(text: str, tool: str = "add", server: str = "test") -> str:
+    """A tool message's content as the window stores and sends a server's result: framed as untrusted data."""
+    return untrusted(mcp_source(server, tool), text)
 
 
 def stdio_server(folder: Path, name: str = "test") -> ServerConfig:
