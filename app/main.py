@@ -41,6 +41,8 @@ def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
     parser.add_argument("--send", metavar="TEXT", help=hidden)  # send TEXT in the current tab once the model is loaded
     parser.add_argument("--ignore-eos", action="store_true", help=hidden)
     parser.add_argument("--dump-restored", action="store_true", help=hidden)  # print the restored tabs as JSON, exit
+    parser.add_argument("--startup-probe", type=float, metavar="SECONDS", help=hidden)  # app/misc/startup_probe.py
+    parser.add_argument("--check-parts", action="store_true", help=hidden)  # app/misc/parts_check.py: math, web, voice
     return parser.parse_known_args(list(argv))
 
 
@@ -52,6 +54,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         print(f"Hearth {__version__}")
         return 0
+    if args.check_parts:
+        from app.misc import parts_check
+
+        return parts_check.main(qt_args)
     if args.install_desktop_entry or args.uninstall_desktop_entry:
         return _desktop_entry(install=args.install_desktop_entry)
     from app.misc import logs
@@ -97,6 +103,10 @@ def _run_window(args: argparse.Namespace, qt_args: list[str]) -> int:
             show_crash_dialog(window, report)  # non-blocking; Hearth goes on
 
         uninstall = logs.install_excepthooks(on_error)
+    if args.startup_probe is not None:
+        from app.misc.startup_probe import StartupProbe
+
+        probe = StartupProbe(window, app, args.startup_probe)  # noqa: F841 - alive as long as the window
     try:
         if args.dump_restored:
             _dump_restored(window, app)

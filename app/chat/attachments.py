@@ -3,9 +3,10 @@
 Pictures (PNG, JPEG, WebP: app/chat/pictures.py) take the same paths and get a chip of their own;
 they go in the message's `images`, never in its text, and only to a model that can see.
 
-A chip shows the file's name, pages, tokens and whether it goes in whole or is searched (or why it
-cannot be read); "reading 30%" / "indexing 40%" while the worker (app/chat/attachment_worker.py)
-is at it. Sending takes the chips: `message_text` builds the user message from them and the
+A chip (app/chat/attachment_chip.py) shows the file's name, pages, tokens and whether it goes in
+whole or is searched (or why it cannot be read); "reading 30%" / "indexing 40%" while the worker
+(app/chat/attachment_worker.py) is at it. Drops and pastes into the input come through
+app/chat/drop_paste.py. Sending takes the chips: `message_text` builds the user message from them and the
 question (engine/documents/prompt.py) and clears them. Each chat's index is a file of its own
 under the data folder's documents/, deleted with the chat.
 """
@@ -18,31 +19,24 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import platformdirs
-from PySide6.QtCore import QEvent, QObject, QUrl, Signal
-from PySide6.QtGui import QDropEvent, QGuiApplication, QKeyEvent, QKeySequence
-from PySide6.QtWidgets import (
-    QFileDialog,
-    QFrame,
-    QHBoxLayout,
-    QLabel,
-    QPushButton,
-    QWidget,
-)
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import QFileDialog, QPushButton, QWidget
 
+from app.chat.attachment_chip import AttachmentChip
 from app.chat.attachment_worker import DocumentWorker, ReadFile
 from app.chat.document_vectors import Vectors
+from app.chat.drop_paste import DropAndPaste
 from app.chat.flow_layout import FlowLayout
-from app.chat.pictures import PictureChip, clipboard_picture, is_picture_file, read_picture, remove_button
+from app.chat.pictures import PictureChip, is_picture_file, read_picture
 from engine.documents.index import DocumentIndex, index_path
-from engine.documents.retrieval import Hit
 from engine.documents.prompt import Attachment, assemble, plan, room_left
+from engine.documents.retrieval import Hit
 from engine.images import ImageError, can_see, cannot_see
 from engine.paths import user_path
 from engine.protocol import ChatMessage, ImagePart, ModelInfo
 
 log = logging.getLogger(__name__)
 DATA_DIR_ENV = "HEARTH_DATA_DIR"  # the folder the chat history uses
-_CHIP_CHARS = 80
 ANSWER_RESERVE_TOKENS = 1024  # kept free for the answer (a quarter of a small context at most)
 _FILE_FILTER = ("Documents and pictures (*.png *.jpg *.jpeg *.webp *.txt *.md *.markdown *.rst *.pdf *.docx *.pptx *.xlsx *.epub *.html *.htm "
                 "*.py *.js *.ts *.c *.h *.cpp *.rs *.go *.java *.json *.yaml *.yml *.toml *.csv);;All files (*)")
@@ -52,38 +46,6 @@ def documents_folder() -> Path:
     override = os.environ.get(DATA_DIR_ENV)
     base = Path(user_path(override)) if override else Path(platformdirs.user_data_dir("Hearth", appauthor=False))
     return base / "documents"
-
-
-class AttachmentChip(QFrame):
-    remove_requested = Signal(int)
-
-    def __init__(self, key: int, name: str, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.key, self.name = key, name
-        self.read: ReadFile | None = None
-        self.doc_id: int | None = None
-        self.error = ""
-        self.setFrameShape(QFrame.Shape.StyledPanel)
-        self.label = QLabel(f"{name} · reading…", self)
-        close = remove_button(self, name, lambda: self.remove_requested.emit(self.key))
-        layout = QHBoxLayout(self)
-        layout.setContentsMargins(6, 2, 2, 2)
-        layout.addWidget(self.label)
-        layout.addWidget(close)
-
-    def show_state(self, mode: str, status: str = "") -> None:
-        if self.error:
-            shown = self.error if len(self.error) <= _CHIP_CHARS else self.error[:_CHIP_CHARS].rsplit(" ", 1)[0] + "…"
-            self.label.setText(f"⚠ {shown}")  # the whole sentence in the tooltip: the row holds several chips
-            self.setToolTip(self.error)
-            return
-        parts = [self.name]
-        if self.read is not None:
-            parts += [f"{self.read.pages} page{'s' * (self.read.pages != 1)}",
-                      f"{'' if self.read.exact else '≈'}{self.read.tokens:,} tokens", mode]
-        if status:
-            parts.append(status)
-        self.label.setText(" · ".join(parts))
 
 
 class AttachmentsBar(QWidget):
@@ -110,6 +72,7 @@ class AttachmentsBar(QWidget):
         self.worker.indexed.connect(self._on_indexed)
         self.worker.failed.connect(self._on_failed)
         self.worker.words_only.connect(self._on_words_only)
+        self.worker.picture_counted.connect(self._on_picture_counted)
         self.attach_button = QPushButton("Attach…", self)
         self.attach_button.setToolTip("Attach files to the next message (or drop or paste them into the input)")
         self.attach_button.clicked.connect(self._on_attach_clicked)
@@ -117,10 +80,8 @@ class AttachmentsBar(QWidget):
         self._row.setContentsMargins(0, 0, 0, 4)
         self._row.addWidget(self.attach_button)
         self._input = input_box
-        input_box.installEventFilter(self)
-        viewport = getattr(input_box, "viewport", None)
-        if viewport is not None:
-            viewport().installEventFilter(self)
+        self._drops = DropAndPaste(self.attach, self.attach_picture, self)  # drop and paste into the input
+        self._drops.watch(input_box)
 
     def _index_file(self) -> Path:
         return index_path(documents_folder(), self._chat_id())
@@ -218,6 +179,13 @@ class AttachmentsBar(QWidget):
             self._notes[key] = why
             self.refresh()
 
+    def _on_picture_counted(self, key: int, model: str, tokens: int) -> None:
+        chip = self.pictures.get(key)
+        info = self._model_info()
+        if chip is not None and info is not None and info.path == model:  # not a count for a model since left
+            chip.tokens = tokens
+            self.refresh()  # the picture takes room the files' text had: whole or searched again
+
     def _on_failed(self, key: int, message: str) -> None:
         if key in self.chips:
             self.chips[key].error = message
@@ -229,8 +197,13 @@ class AttachmentsBar(QWidget):
     def room(self) -> int:
         count, _ = self.worker.counter()
         conversation = sum(count(message.content) + 8 for message in self._conversation())  # 8: the role's markers
+        conversation += self.picture_tokens()
         context = self._context_length()
         return room_left(context, conversation, min(ANSWER_RESERVE_TOKENS, context // 4))
+
+    def picture_tokens(self) -> int:
+        """The prompt tokens the attached pictures take, as counted for the tab's model (0 for one not counted yet)."""
+        return sum(chip.tokens or 0 for chip in self.pictures.values() if chip.image is not None)
 
     def _attachments(self) -> list[Attachment]:
         return [Attachment(-1 if chip.doc_id is None else chip.doc_id, chip.name, chip.read.pages, chip.read.text,
@@ -251,7 +224,12 @@ class AttachmentsBar(QWidget):
     def show_picture_states(self) -> None:
         """Each picture's chip says whether the tab's model can see it (the model may have changed)."""
         problem = self.picture_problem()
-        for picture in self.pictures.values():
+        info = self._model_info()
+        model = info.path if info is not None else ""
+        for key, picture in self.pictures.items():
+            if picture.image is not None and not problem and picture.counted_for != model:
+                picture.counted_for, picture.tokens = model, None  # counted again for this model (off this thread)
+                self.worker.count_picture(key, picture.image)
             picture.show_state(problem)
 
     def message_text(self, question: str) -> str:
@@ -263,6 +241,9 @@ class AttachmentsBar(QWidget):
         count, _ = self.worker.counter()
         index = DocumentIndex(self._index_file())
         vectors = self._vectors()
+        if vectors is not None and index.vector_model() == vectors.name \
+                and not self.worker.wait_until_prepared(vectors):
+            vectors = None  # its model could not be loaded: the words still find the passages
 
         def search(text: str, doc_ids: Sequence[int], limit: int) -> list[Hit]:
             ids = [i for i in doc_ids if i >= 0]
@@ -280,34 +261,5 @@ class AttachmentsBar(QWidget):
         self.clear()
         return prompt.text
 
-    # ------------------------------------------------------------ drop and paste into the input
-
-    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
-        kind = event.type()
-        if kind in (QEvent.Type.DragEnter, QEvent.Type.DragMove) and _local_files(event.mimeData().urls()):  # type: ignore[attr-defined]
-            event.acceptProposedAction()  # type: ignore[attr-defined]
-            return True
-        if kind == QEvent.Type.Drop and isinstance(event, QDropEvent):
-            files = _local_files(event.mimeData().urls())
-            if files:
-                event.acceptProposedAction()
-                self.attach(files)
-                return True
-        if kind == QEvent.Type.KeyPress and isinstance(event, QKeyEvent) and event.matches(QKeySequence.StandardKey.Paste):
-            mime = QGuiApplication.clipboard().mimeData()
-            files = _local_files(mime.urls()) if mime is not None else []
-            if files:
-                self.attach(files)
-                return True
-            pasted = clipboard_picture(mime) if mime is not None and not mime.hasText() else None
-            if pasted is not None:  # a screenshot: pixels, no file
-                self.attach_picture(pasted)
-                return True
-        return super().eventFilter(watched, event)
-
     def shutdown(self) -> None:
         self.worker.wait()
-
-
-def _local_files(urls: Sequence[QUrl]) -> list[Path]:
-    return [Path(url.toLocalFile()) for url in urls if url.isLocalFile() and Path(url.toLocalFile()).is_file()]

@@ -72,6 +72,9 @@ class MarkdownRenderer:
         return body.replace("<table>", TABLE_OPEN.format("#5f6368" if self.dark else "#c0c0c0"))
 
 
+RENDERED_KEPT = 32  # the last texts rendered (a message rendered ahead of its card: app/chat/message_view.py)
+
+
 @functools.lru_cache(maxsize=64)
 def _lexer(language: str) -> Lexer:
     try:
@@ -85,6 +88,7 @@ def _code_formatter(dark: bool) -> HtmlFormatter:  # type: ignore[type-arg]
     return HtmlFormatter(noclasses=True, nowrap=True, style=DARK_STYLE if dark else LIGHT_STYLE)
 
 
+@functools.lru_cache(maxsize=RENDERED_KEPT)
 def code_html(code: str, language: str, dark: bool, wrapped: bool = False) -> str:
     """A code block's source, highlighted for its language (plain where pygments has no lexer)."""
     # Qt never wraps a plain <pre>; pre-wrap keeps the spaces and wraps at the edge.
@@ -102,6 +106,7 @@ def code_background(dark: bool) -> str:
 _renderers: dict[bool, MarkdownRenderer] = {}
 
 
+@functools.lru_cache(maxsize=RENDERED_KEPT)
 def render_markdown(text: str, dark: bool) -> str:
     """Shared renderers (one per palette kind); all rendering happens on the GUI thread."""
     if dark not in _renderers:
@@ -161,6 +166,7 @@ class MessageBrowser(QTextBrowser):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
+        self.setAccessibleName("Message text")
         self._markdown_text = ""
         self._math: dict[str, QImage] = {}  # resource name -> drawn formula, for loadResource
         self._waiting: set[str] = set()  # formulas still being drawn

@@ -51,7 +51,10 @@ class MathImages(QObject):
     def _draw_forever(self) -> None:
         while True:
             name, formula, color, points, ratio = self._requests.get()
-            png = draw_png(formula.source, color, points, round(96 * ratio))
+            try:
+                png = draw_png(formula.source, color, points, round(96 * ratio))
+            except Exception:  # noqa: BLE001 - one bad formula never stops the drawing of every later one
+                png = None
             image = QImage.fromData(png) if png else QImage()
             if not image.isNull():
                 image.setDevicePixelRatio(ratio)

@@ -1,10 +1,11 @@
-"""LaTeX math in a message: found and set aside before Markdown sees it, drawn by matplotlib's mathtext.
+"""LaTeX math in a message: found and set aside before Markdown sees it, drawn by matplotlib's mathtext
+(environments such as pmatrix, cases and align, which mathtext lacks, through MathML: app/chat/math_svg.py).
 
-`$…$` and `\\(…\\)` are inline, `$$…$$` and `\\[…\\]` are display math. A dollar
+`$…$` and `\\(…\\)` are inline, `$$…$$`, `\\[…\\]` and a bare `\\begin{…}…\\end{…}` are display math. A dollar
 only opens math when a non-space follows it and closes it when a non-space
 precedes it and no digit follows ("$5 and $10" stays text). Inline code spans
 are left alone. Each formula is drawn once per (source, colour, size) and kept;
-what mathtext cannot parse, or a missing matplotlib, shows as monospace source.
+what neither can draw shows as monospace source.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from dataclasses import dataclass
 
 MATH = re.compile(
     r"\$\$(?P<display>.+?)\$\$"
+    # a bare \begin{pmatrix}…\end{pmatrix} (models write them without dollars): display math
+    r"|(?P<environment>\\begin\{(?P<name>[A-Za-z]+\*?)\}.+?\\end\{(?P=name)\})"
     r"|\\\[(?P<bracket>.+?)\\\]"
     r"|\\\((?P<paren>.+?)\\\)"
     r"|(?<![\\$\w])\$(?=[^\s$])(?P<inline>[^$\n]*?[^\s\\$])\$(?![\d$\w])",
@@ -46,8 +49,9 @@ def set_aside(markdown: str) -> tuple[str, list[Formula]]:
     formulas: list[Formula] = []
 
     def replace(match: re.Match[str]) -> str:
-        display = match["display"] is not None or match["bracket"] is not None
-        source = next(group for group in match.group("display", "bracket", "paren", "inline") if group is not None)
+        display = match["display"] is not None or match["bracket"] is not None or match["environment"] is not None
+        source = next(group for group in match.group("display", "environment", "bracket", "paren", "inline")
+                      if group is not None)
         formulas.append(Formula(" ".join(source.split()), display))
         token = TOKEN.format(len(formulas) - 1)
         return f"\n\n{token}\n\n" if display else token
@@ -79,7 +83,17 @@ def put_back(body: str, formulas: list[Formula], images: dict[int, str | None]) 
 
 @functools.lru_cache(maxsize=512)
 def draw_png(source: str, color: str, points: float, dpi: int) -> bytes | None:
-    """PNG bytes of one formula; None where mathtext cannot draw it (or matplotlib is missing)."""
+    """PNG bytes of one formula; None where neither mathtext nor MathML (app/chat/math_svg.py) can draw it."""
+    try:  # QtSvg is imported only once a formula is drawn
+        from app.chat.math_svg import draw_svg_png, has_environment
+    except ImportError:  # a build without QtSvg: mathtext alone
+        return _mathtext_png(source, color, points, dpi)
+    if has_environment(source):  # matrices, cases, align: mathtext has no environments
+        return draw_svg_png(source, color, points, dpi)
+    return _mathtext_png(source, color, points, dpi)
+
+
+def _mathtext_png(source: str, color: str, points: float, dpi: int) -> bytes | None:
     try:
         from matplotlib import mathtext, rc_context
         from matplotlib.font_manager import FontProperties

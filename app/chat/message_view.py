@@ -15,10 +15,22 @@ from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QVBoxLayout, QWidget
 
 from app.chat.code_block import CodeBlock
-from app.chat.markdown_view import MessageBrowser
+from app.chat.markdown_view import MessageBrowser, code_html, palette_is_dark, render_markdown
+from app.chat.math_text import set_aside
 from app.chat.segments import Segment, extend_segments
 
 Piece = MessageBrowser | CodeBlock
+
+
+def prerender(text: str) -> None:
+    """Render the pieces of `text` ahead of its widgets, into the renderers' caches: a long chat makes
+    its next earlier card in two event-loop turns, this one and the widgets', so neither makes a frame wait long."""
+    dark = palette_is_dark()
+    for segment in extend_segments([], "", text) or ():
+        if segment.kind == "code":
+            code_html(segment.text, segment.language, dark)
+        else:
+            render_markdown(set_aside(segment.text)[0], dark)
 
 
 class MessageView(QWidget):

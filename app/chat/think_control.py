@@ -64,6 +64,8 @@ class ThinkControl(QWidget):
         self.budget: int | None = None  # thinking tokens; None: no budget
         self.choice_box = QComboBox(self)
         self.choice_box.setToolTip("Whether the model thinks before it answers, and how hard (this chat only)")
+        self.choice_box.setAccessibleName("Thinking")
+        self.choice_box.setAccessibleDescription(self.choice_box.toolTip())
         self.choice_box.activated.connect(self._on_choice_activated)
         self.budget_box = QSpinBox(self)
         self.budget_box.setRange(0, MAX_BUDGET)
@@ -72,6 +74,8 @@ class ThinkControl(QWidget):
         self.budget_box.setPrefix("budget ")
         self.budget_box.setSuffix(" tokens")
         self.budget_box.setToolTip("At most this many thinking tokens, then the model answers (this chat only)")
+        self.budget_box.setAccessibleName("Thinking budget")
+        self.budget_box.setAccessibleDescription(self.budget_box.toolTip())
         self.budget_box.valueChanged.connect(self._on_budget_changed)
         layout = QHBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)

@@ -2,9 +2,11 @@
 
 A ToolCallCard sits inside the answer that made the call: the tool, its server, and exactly the
 arguments that will be sent (formatted JSON), with Allow once / Always allow this tool / Deny
-while it waits; then what became of it. A ToolResultCard is the tool message's own card in the
+while it waits; then what became of it. A call made after the model read untrusted content (a
+fetched page, search results) names that content. A ToolResultCard is the tool message's own card in the
 list: its first lines, "Show all" for the rest. Both show plain text only: a result is data,
-nothing in it is a link or a button.
+nothing in it is a link or a button. A result framed as untrusted (a page, a search, an MCP server's
+answer) shows its words, with a line naming what the model was told they are.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from PySide6.QtWidgets import (
 
 from app.chat.message_list import MessageCard
 from engine.protocol import ToolCall
+from engine.tools.builtin.base import framed_text, untrusted_source
 
 PREVIEW_LINES = 4
 PREVIEW_CHARS = 400
@@ -122,6 +125,9 @@ class ToolCallCard(QFrame):
         self.arguments.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
         self.status = _plain_label("", "toolStatus")
         self.status.setProperty("role", "hint")
+        self.provenance = _plain_label("", "toolProvenance")  # the pages read before it: a call they may have asked for
+        self.provenance.setProperty("role", "error")  # a message the person must notice before allowing
+        self.provenance.hide()
         self.allow_button = self._button("Allow once", "Run this call once, with exactly these arguments", "once")
         self.always_button = self._button("Always allow this tool", f"Run {name} without asking from now on "
                                           "(revoke it in Settings, Tools)", "always")
@@ -144,6 +150,7 @@ class ToolCallCard(QFrame):
         layout.setContentsMargins(8, 6, 8, 6)
         layout.setSpacing(4)
         layout.addWidget(self.title)
+        layout.addWidget(self.provenance)
         layout.addWidget(self.arguments)
         layout.addLayout(buttons)
         layout.addWidget(self.status)
@@ -151,6 +158,13 @@ class ToolCallCard(QFrame):
     @property
     def waiting(self) -> bool:
         return self.state == "waiting"
+
+    def set_sources(self, sources: Sequence[str]) -> None:
+        """The untrusted content the model read before this call (pages, search results): the call may be theirs."""
+        shown = ", ".join(sources[-3:]) + (f" and {len(sources) - 3} more" if len(sources) > 3 else "")
+        self.provenance.setText(f"Follows content from {shown}. Text from the web can ask for calls, so this one "
+                                "waits for you even if the tool is always allowed.")
+        self.provenance.setVisible(bool(sources))
 
     def set_state(self, state: str, detail: str = "") -> None:
         """One of STATES; the buttons show only while it waits for the person."""
@@ -177,6 +191,11 @@ class ToolResultCard(MessageCard):
         self.title.setText(f"Tool result: {name}{which}" + (" (error)" if is_error else ""))
         self.setProperty("error", is_error)
         self.browser.hide()  # a result is plain text, never rendered Markdown
+        source = untrusted_source(text)
+        self.framing = _plain_label(f"Given to the model as untrusted data from {source}." if source else "",
+                                    "toolFraming")
+        self.framing.setProperty("role", "hint")
+        self.framing.setVisible(bool(source))
         self.result = _plain_label("", "toolResult")
         self.result.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
         self.show_all = QToolButton()
@@ -186,6 +205,7 @@ class ToolResultCard(MessageCard):
         self.show_all.toggled.connect(self._show)
         layout = self.layout()
         assert isinstance(layout, QVBoxLayout)
+        layout.insertWidget(layout.indexOf(self.browser), self.framing)
         layout.insertWidget(layout.indexOf(self.browser), self.result)
         layout.insertWidget(layout.indexOf(self.browser), self.show_all)
         self._show(False)
@@ -204,7 +224,8 @@ class ToolResultCard(MessageCard):
             self._show(self.show_all.isChecked())
 
     def _show(self, everything: bool) -> None:
-        preview, longer = folded_preview(self._full)
-        self.result.setText(self._full if everything else preview)
+        words = framed_text(self._full)  # the frame is said once, above (self.framing)
+        preview, longer = folded_preview(words)
+        self.result.setText(words if everything else preview)
         self.show_all.setVisible(longer)
-        self.show_all.setText("Show less" if everything else f"Show all ({len(self._full):,} characters)")
+        self.show_all.setText("Show less" if everything else f"Show all ({len(words):,} characters)")

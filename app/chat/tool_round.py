@@ -5,30 +5,42 @@ Nothing runs before the person allows it, unless the tool is always allowed; eac
 at once, so the independent calls of one step run together. When every call of the step has a
 result (or was declined) the tab is handed the tool messages, in call order, and sends the
 conversation on; after `tools.max_rounds` steps the model is offered no tools and must answer.
+A result framed as untrusted (a fetched page, web search results: engine/tools/builtin) puts every
+later call of the chat on its card, even of a tool always allowed: the page may have asked for it,
+and the card names the pages read. The built-in memory tool's notes go into the system prompt
+unless the chat turned memory off, which also takes the tool away from it. In research mode a planner
+(app/chat/research.py) picks each round's tools instead of the settings; its calls take the same cards.
 While calls wait or run the chat holds no engine work: the engine finished its turn. Nor does it
 while the servers start before a turn (the first one needs their tools): Stop then drops the turn,
-and nothing is sent when they come up.
+and nothing is sent when they come up. A stored chat's calls, restored and resent, are
+app/chat/stored_tool_calls.py's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from PySide6.QtCore import QObject, Signal
 
 from app.bridge import ChatMessage, EngineBridge, SamplingParams
 from app.chat.message_list import MessageCard, MessageList
+from app.chat.stored_tool_calls import INTERRUPTED, add_result_card
 from app.chat.tool_card import ToolCallCard, ToolResultCard, call_labels
+from app.tools.builtin import BUILTIN_SERVER, MEMORY
 from app.tools.service import ToolService
 from engine.protocol import ToolCall, ToolSpec
+from engine.tools.builtin.base import is_mcp_source, untrusted_source
+from engine.tools.research import INSTRUCTIONS
+from engine.tools.research_plan import ResearchStep
 from engine.tools.results import ToolResult as Result
 
 DECLINED = "The user declined this call; it did not run."
 STOPPED = "The user stopped this call before it finished."
-INTERRUPTED = "This call was interrupted (the app closed before it finished) and was not run again."
 NOT_OFFERED = "There is no tool named {name}; it did not run."
+__all__ = ["DECLINED", "INTERRUPTED", "NOT_OFFERED", "STOPPED", "ChatTools", "held_by", "with_system_note"]
+Planner = Callable[[Sequence[ChatMessage]], ResearchStep | None]  # research mode's next round (app/chat/research.py)
 
 
 @dataclass
@@ -63,6 +75,12 @@ class ChatTools(QObject):
         self._offered: dict[str, tuple[str, ToolSpec]] = {}
         self._failures_shown: set[str] = set()
         self._preparing: object | None = None  # the turn waiting for the servers to be listed
+        self.chat_id = ""  # the chat of the turn under way (its memory switch)
+        self.sources: list[str] = []  # the untrusted content the conversation holds, oldest first
+        # Research mode: decides each round's tools instead of the settings; its built-in tools run for it even
+        # where the settings leave them off (the switch asked for them; each call still has its card).
+        self.planner: Planner | None = None
+        self._planned: tuple[str, ...] = ()
         service.call_finished.connect(self._on_call_finished)
 
     @property
@@ -77,6 +95,12 @@ class ChatTools(QObject):
                     sampling: SamplingParams, options: tuple[tuple[str, str], ...], show_error: Callable[[str], None]) -> None:
         """Submit the turn with the enabled tools, once their servers are started and listed (the first time)."""
         self._preparing = turn = object()
+        self.chat_id = chat_id
+        self.sources = [source for message in conversation if message.role == "tool"
+                        for source in [held_by(message.content)] if source]
+        notes = self.service.builtin.memory_prompt(chat_id)
+        if notes:
+            conversation = with_system_note(conversation, notes)
 
         def ready() -> None:
             if self._preparing is turn:  # not stopped (nor replaced by a later turn) while the servers started
@@ -91,6 +115,11 @@ class ChatTools(QObject):
             if failure not in self._failures_shown:
                 self._failures_shown.add(failure)
                 show_error(failure)
+        step = self.planner(conversation) if self.planner is not None else None
+        if step is not None:
+            self._submit_step(bridge, chat_id, conversation, sampling, options, step)
+            return
+        self._planned = ()
         specs = self.specs()
         if specs:
             choice = self.tool_choice if self.rounds == 0 else "auto"
@@ -98,9 +127,26 @@ class ChatTools(QObject):
         else:  # none enabled, or the step limit reached: the model must answer
             bridge.submit(chat_id, conversation, sampling, template_options=options)
 
+    def _submit_step(self, bridge: EngineBridge, chat_id: str, conversation: list[ChatMessage],
+                     sampling: SamplingParams, options: tuple[tuple[str, str], ...], step: ResearchStep) -> None:
+        """A research round: its own tools and named choice, or the answer under its citation pattern."""
+        self._offered = {spec.name: (BUILTIN_SERVER, spec) for spec in step.tools}
+        self._planned = tuple(self._offered)
+        conversation = with_system_note(conversation, f"{INSTRUCTIONS} {step.note}".strip())
+        if step.constraint is not None:
+            sampling = replace(sampling, constraint=step.constraint,
+                               max_new_tokens=max(sampling.max_new_tokens, step.max_new_tokens))
+        if step.tools:
+            bridge.submit(chat_id, conversation, sampling, template_options=options, tools=step.tools,
+                          tool_choice=step.tool_choice)
+        else:
+            bridge.submit(chat_id, conversation, sampling, template_options=options)
+
     def specs(self) -> tuple[ToolSpec, ...]:
         """What the next turn offers: every enabled tool, none once the step limit is reached."""
         self._offered = self.service.offered()
+        if MEMORY in self._offered and self.chat_id and self.service.builtin.memory_off(self.chat_id):
+            del self._offered[MEMORY]
         if self.rounds >= self.service.settings.get("tools.max_rounds"):
             return ()
         return tuple(spec for _, spec in self._offered.values())
@@ -118,9 +164,10 @@ class ChatTools(QObject):
             card.add_part(pending.card)
             pending.card.decided.connect(lambda choice, pending=pending: self._on_decided(pending, choice))
             self._calls.append(pending)
+            pending.card.set_sources(self.sources)
             if not server:
                 self._finish(pending, Result(NOT_OFFERED.format(name=call.name), is_error=True), "unknown", "unknown")
-            elif self.service.always_allowed(server, call.name):
+            elif self.service.always_allowed(server, call.name) and not self.sources:
                 self._run(pending, "always")
             else:
                 pending.card.set_state("waiting")
@@ -158,7 +205,12 @@ class ChatTools(QObject):
         pending.outcome = outcome
         pending.card.always = outcome == "always"
         pending.card.set_state("running")
-        pending.future = self.service.call(pending, pending.server, pending.call.name, pending.call.arguments)
+        call = pending.call
+        if pending.server == BUILTIN_SERVER:  # search_chats leaves this chat out
+            pending.future = self.service.call_builtin(pending, call.name, call.arguments, self.chat_id,
+                                                       also=self._planned)
+        else:
+            pending.future = self.service.call(pending, pending.server, call.name, call.arguments)
 
     def _on_call_finished(self, token: object, result: Result) -> None:
         pending = token if isinstance(token, _Call) and token in self._calls else None
@@ -175,6 +227,8 @@ class ChatTools(QObject):
 
     def _maybe_done(self) -> None:
         if self._calls and all(pending.result is not None for pending in self._calls):
+            self.sources += [source for pending in self._calls if pending.result is not None
+                             for source in [held_by(pending.result.text)] if source]
             self.results_ready.emit(self._take_messages())
 
     def _take_messages(self) -> list[ChatMessage]:
@@ -190,48 +244,17 @@ class ChatTools(QObject):
                                self.labels.get(message.tool_call_id, ""))
 
 
-def add_result_card(view: MessageList, message: ChatMessage, is_error: bool, label: str = "") -> ToolResultCard:
-    card = ToolResultCard(message.name, message.content, is_error, label)
-    view.add_card("tool", card=card)
-    return card
+def held_by(result_text: str) -> str:
+    """The untrusted source a result names that holds every later call for approval: a page or a search, not
+    an MCP server's result (framed as untrusted for the model too, but its tools were the person's own
+    choice, and "always allow" for them stays as the person set it)."""
+    source = untrusted_source(result_text)
+    return "" if is_mcp_source(source) else source
 
 
-def restore_cards(view: MessageList, messages: Sequence[ChatMessage], outcomes: Mapping[str, str],
-                  errors: Mapping[str, bool], servers: Mapping[str, str] = {}) -> None:
-    """A stored chat's tool cards: each call's card in its answer (with its server, where it was known);
-    a call with no result shows as interrupted."""
-    answered = {message.tool_call_id for message in messages if message.role == "tool"}
-    cards = view.message_cards()
-    for card, message in zip(cards, messages):
-        if message.tool_calls and not message.content.strip():
-            card.browser.hide()
-        labels = call_labels(message.tool_calls)
-        for call in message.tool_calls:
-            call_card = ToolCallCard(call.name, servers.get(call.id, ""), call.arguments, labels.get(call.id, ""))
-            card.add_part(call_card)
-            outcome = outcomes.get(call.id, "")
-            call_card.always = outcome == "always"  # stored with its result: it ran because the tool is always allowed
-            if call.id not in answered or outcome in ("", "interrupted"):
-                call_card.set_state("interrupted")
-            else:
-                state = {"declined": "declined", "stopped": "stopped", "unknown": "unknown"}.get(outcome)
-                call_card.set_state(state or ("error" if errors.get(call.id) else "done"))
-
-
-def stored_labels(messages: Sequence[ChatMessage]) -> dict[str, str]:
-    """Call id -> its label (call_labels) over every answer of a stored chat, for the result cards."""
-    return {call_id: label for message in messages if message.tool_calls
-            for call_id, label in call_labels(message.tool_calls).items()}
-
-
-def answer_every_call(messages: Sequence[ChatMessage]) -> list[ChatMessage]:
-    """The conversation for the model: a call left without a result (interrupted) gets one saying it did not run."""
-    answered = {message.tool_call_id for message in messages if message.role == "tool"}
-    complete: list[ChatMessage] = []
-    for index, message in enumerate(messages):
-        complete.append(message)
-        following = messages[index + 1] if index + 1 < len(messages) else None
-        if message.tool_calls and (following is None or following.role != "tool"):
-            complete.extend(ChatMessage("tool", INTERRUPTED, tool_call_id=call.id, name=call.name)
-                            for call in message.tool_calls if call.id not in answered)
-    return complete
+def with_system_note(conversation: list[ChatMessage], note: str) -> list[ChatMessage]:
+    """The conversation with `note` at the end of its system message (one is added first where there is none)."""
+    if conversation and conversation[0].role == "system":
+        first = conversation[0]
+        return [replace(first, content=f"{first.content}\n\n{note}"), *conversation[1:]]
+    return [ChatMessage("system", note), *conversation]

@@ -15,6 +15,7 @@ and when the window closes.
 
 from __future__ import annotations
 
+from itertools import islice
 from typing import Protocol
 
 from app.chat.tab import ChatTab
@@ -56,11 +57,11 @@ class BranchKeeper:
         tab.message_edited.connect(self._on_message_edited)
         tab.messages_deleted.connect(self._on_messages_deleted)
         tab.branch_step_requested.connect(self._on_branch_step_requested)
-        tab.view.earlier_shown.connect(lambda chat_id=tab.chat_id: self._on_earlier_shown(chat_id))
+        tab.view.earlier_shown.connect(lambda count, chat_id=tab.chat_id: self._on_earlier_shown(chat_id, count))
 
-    def _on_earlier_shown(self, chat_id: str) -> None:
+    def _on_earlier_shown(self, chat_id: str, count: int) -> None:
         if (snapshot := self.snapshots.get(chat_id)) is not None:
-            self.show_positions(snapshot)  # the new cards' "< 1/2 >"
+            self.show_positions(snapshot, count)  # the new cards' "< 1/2 >"; the others have theirs
 
     # ------------------------------------------------------------ "< 1/2 >"
 
@@ -68,14 +69,14 @@ class BranchKeeper:
         """Read the chat again (after its writes) and redraw the alternatives' positions."""
         self.client.load_chat(chat_id, on_done=self.show_positions, on_error=lambda _message: None)
 
-    def show_positions(self, snapshot: ChatSnapshot) -> None:
+    def show_positions(self, snapshot: ChatSnapshot, first: int | None = None) -> None:
+        """Draw every card's "< 1/2 >", or only the `first` cards' (those just made from earlier messages)."""
         self.snapshots[snapshot.chat.id] = snapshot
         tab, ids = self.ui.tab(snapshot.chat.id), self.ui.ids(snapshot.chat.id)
         if tab is None:
             return
-        known = {m.id for m in snapshot.messages}
-        for card, message_id in zip(tab.view.message_cards(), ids[tab.view.hidden_count():]):
-            if message_id in known:  # a message sent after this read is drawn at the next one
+        for card, message_id in islice(zip(tab.view.message_cards(), ids[tab.view.hidden_count():]), first):
+            if snapshot.siblings(message_id):  # a message sent after this read is drawn at the next one
                 card.branch_bar.set_position(*snapshot.position(message_id))
 
     def _on_branch_step_requested(self, chat_id: str, index: int, step: int) -> None:

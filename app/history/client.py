@@ -13,57 +13,35 @@ Streaming: `start_answer` (or `regenerate`) gives the answer's id;
 thinking) only buffer, and a timer writes each answer that grew, text and
 thinking in one write, once a second; `finish_turn` writes the final parts and numbers.
 On startup connect `opened(StartupReport)` and `unavailable(message)`, then `start()`;
-on quit `close()` writes what is buffered and joins the thread.
+on quit `close()` writes what is buffered and joins the thread. The thread, the queue and the
+callbacks are HistoryConnection's (app/history/connection.py).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import logging
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Concatenate, ParamSpec, TypeVar
+from typing import Any
 
-from PySide6.QtCore import QCoreApplication, QObject, QThread, QTimer, Signal, Slot
+from PySide6.QtCore import QObject, QTimer, Slot
 
-from app.history.records import Chat, ChatSnapshot, SearchHit, StoredMessage
+from app.history import folders
+from app.history.connection import Failed, HistoryConnection
+from app.history.records import Chat, ChatSnapshot, Folder, SearchHit, StoredMessage
 from app.history.store import HistoryStore, new_id
 from app.history.stream_buffer import StreamBuffer
-from app.history.worker import HistoryWorker, Request
-from engine.protocol import ImagePart, ToolCall, TurnFinished
+from engine.protocol import Dictation, ImagePart, ToolCall, TurnFinished
 
-log = logging.getLogger(__name__)
-
-T = TypeVar("T")
-P = ParamSpec("P")
-Failed = Callable[[str], None]
-StoreMethod = Callable[Concatenate[HistoryStore, P], T]
 # Answers that ended without finishing stay visibly cut short.
 _INTERRUPTED_REASONS = frozenset({"error", "closed", "interrupted"})
 
 
-class HistoryClient(QObject):
+class HistoryClient(HistoryConnection):
     """The GUI thread's handle on the history: every method returns at once."""
 
-    opened = Signal(object)  # StartupReport
-    unavailable = Signal(str)  # the history could not be opened; nothing is saved
-    error_occurred = Signal(str)  # a save failed; said once until something succeeds again
-
-    _requested = Signal(object)  # a Request, to the worker, queued across threads
-
     def __init__(self, path: str | Path | None = None, flush_interval_ms: int = 1000, parent: QObject | None = None) -> None:
-        super().__init__(parent)
-        self._thread = QThread()
-        self._thread.setObjectName("hearth-history")
-        self._worker = HistoryWorker(path)
-        self._worker.moveToThread(self._thread)
-        self._requested.connect(self._worker.run_request)
-        self._worker.succeeded.connect(self._on_succeeded)
-        self._worker.failed.connect(self._on_failed)
-        self._callbacks: dict[int, tuple[Callable[[Any], None] | None, Failed | None]] = {}
-        self._next_request = 0
-        self._last_error = ""
-        self._closed = False
+        super().__init__(path, parent)
         self._buffer = StreamBuffer()  # the answers' text
         self._thinking = StreamBuffer()  # their reasoning, written with the text
         self.streaming_writes = 0  # how many coalesced streaming writes were sent
@@ -74,70 +52,23 @@ class HistoryClient(QObject):
     # ------------------------------------------------------------ life
 
     def start(self) -> None:
-        self._thread.start()
-        application = QCoreApplication.instance()
-        if application is not None:  # a safety net: a running QThread must not outlive the app
-            application.aboutToQuit.connect(self.close)
-        self._queue("open", HistoryWorker.open, self.opened.emit, self.unavailable.emit)
+        super().start()
         self._flush_timer.start()
 
     def close(self, timeout_ms: int = 10000) -> bool:
         """Write what is buffered, close the database and join the thread; False if it hung."""
-        if self._closed:
-            return True
-        self._flush_timer.stop()
-        self.flush_streaming()
-        self._queue("close", HistoryWorker.close)
-        self._closed = True
-        if not self._thread.isRunning():
-            return True
-        finished = self._thread.wait(timeout_ms)
-        if not finished:
-            log.warning("the history thread did not finish within %d ms", timeout_ms)
-        return finished
-
-    # ------------------------------------------------------------ requests
-
-    def _queue(self, name: str, run: Callable[[HistoryWorker], T],
-               on_done: Callable[[T], None] | None = None, on_error: Failed | None = None) -> None:
-        if self._closed:
-            log.warning("history call %s after close was dropped", name)
-            return
-        self._next_request += 1
-        self._callbacks[self._next_request] = (on_done, on_error)
-        self._requested.emit(Request(self._next_request, name, run))
-
-    def _write(self, method: StoreMethod[P, object], *args: P.args, **kwargs: P.kwargs) -> None:
-        """A store call whose result nobody needs; a failure goes to `error_occurred`."""
-        self._queue(method.__name__, lambda worker: method(worker.store, *args, **kwargs))
-
-    def _read(self, on_done: Callable[[T], None], on_error: Failed | None,
-              method: StoreMethod[P, T], *args: P.args, **kwargs: P.kwargs) -> None:
-        self._queue(method.__name__, lambda worker: method(worker.store, *args, **kwargs), on_done, on_error)
-
-    @Slot(int, object)
-    def _on_succeeded(self, request_id: int, result: object) -> None:
-        self._last_error = ""
-        on_done, _ = self._callbacks.pop(request_id, (None, None))
-        if on_done is not None:
-            on_done(result)
-
-    @Slot(int, str)
-    def _on_failed(self, request_id: int, message: str) -> None:
-        _, on_error = self._callbacks.pop(request_id, (None, None))
-        if on_error is not None:
-            on_error(message)
-        elif message != self._last_error:
-            self._last_error = message
-            self.error_occurred.emit(message)
+        if not self._closed:
+            self._flush_timer.stop()
+            self.flush_streaming()
+        return super().close(timeout_ms)
 
     # ------------------------------------------------------------ chats and tabs
 
     def create_chat(self, title: str = "", model: str = "", settings: dict[str, Any] | None = None,
-                    chat_id: str | None = None) -> str:
+                    chat_id: str | None = None, open_tab: bool = True) -> str:
         """The same arguments, in the same order, as HistoryStore.create_chat; returns the chat's id."""
         chat_id = chat_id or new_id()
-        self._write(HistoryStore.create_chat, title, model, settings, chat_id)
+        self._write(HistoryStore.create_chat, title, model, settings, chat_id, open_tab)
         return chat_id
 
     def rename_chat(self, chat_id: str, title: str) -> None:
@@ -149,6 +80,10 @@ class HistoryClient(QObject):
     def delete_chat(self, chat_id: str) -> None:
         """Hidden at once, purged at the next start."""
         self._write(HistoryStore.delete_chat, chat_id)
+
+    def drop_empty_closed_chats(self) -> None:
+        """Closed chats without a word leave the chat list (as at a start)."""
+        self._write(HistoryStore.drop_empty_closed_chats)
 
     def set_open_tabs(self, chat_ids: list[str], current: str | None = None) -> None:
         self._write(HistoryStore.set_open_tabs, chat_ids, current)
@@ -166,9 +101,10 @@ class HistoryClient(QObject):
     # ------------------------------------------------------------ messages and branches
 
     def add_message(self, chat_id: str, role: str, text: str, parent_id: str | None = None,
-                    images: tuple[ImagePart, ...] = ()) -> str:
+                    images: tuple[ImagePart, ...] = (), dictation: Dictation | None = None) -> str:
         message_id = new_id()
-        self._write(HistoryStore.add_message, chat_id, role, text, parent_id, "complete", message_id, images=images)
+        self._write(HistoryStore.add_message, chat_id, role, text, parent_id, "complete", message_id, images=images,
+                    dictation=dictation)
         return message_id
 
     def add_tool_message(self, chat_id: str, text: str, parent_id: str | None, tool_call_id: str, tool_name: str,
@@ -299,3 +235,26 @@ class HistoryClient(QObject):
     def import_file(self, path: str | Path, on_done: Callable[[Chat], None], on_error: Failed | None = None) -> None:
         """A new chat from an exported JSON file, checked completely before anything is written."""
         self._read(on_done, on_error, HistoryStore.import_file, path)
+
+    # ------------------------------------------------------------ folders (app/history/folders.py)
+
+    def list_folders(self, on_done: Callable[[list[Folder]], None], on_error: Failed | None = None) -> None:
+        self._read(on_done, on_error, folders.list_folders)
+
+    def create_folder(self, name: str) -> str:
+        """A new folder, listed last; its id at once."""
+        folder_id = new_id()
+        self._write(folders.create_folder, folder_id, name)
+        return folder_id
+
+    def rename_folder(self, folder_id: str, name: str) -> None:
+        self._write(folders.rename_folder, folder_id, name)
+
+    def set_folder_collapsed(self, folder_id: str, collapsed: bool) -> None:
+        self._write(folders.set_folder_collapsed, folder_id, collapsed)
+
+    def move_chat(self, chat_id: str, folder_id: str | None) -> None:
+        self._write(folders.move_chat, chat_id, folder_id)
+
+    def delete_folder(self, folder_id: str, with_chats: bool) -> None:
+        self._write(folders.delete_folder, folder_id, with_chats)

@@ -1,34 +1,41 @@
-"""Export a chat to Markdown or JSON, and check an import file before it is stored.
+"""Read a chat export back: `parse_import` checks the whole file before anything is written.
 
-The JSON is the OpenAI chat format: top-level "model" and "messages" (the
-active branch as role/content pairs), plus "title" and "settings". A "hearth"
-object carries what that format cannot hold (every branch, states, token
-counts, timings, tool calls), so our own export imports back without loss; any
-other OpenAI-style messages file imports as one straight branch. A reasoning
-model's thinking is the field "reasoning" of a message in both (an import also
-reads llama-server's "reasoning_content"); in Markdown it is a folded
-<details> block above the answer. A message's pictures are listed under it in
-Markdown and carried as base64 in the "hearth" tree (app/history/images.py). `parse_import` checks the whole file before
-anything is written.
+Our own JSON export (app/history/json_export.py) imports back without loss from its "hearth" tree;
+any other OpenAI-style messages file imports as one straight branch, its leading system message as
+the chat's system prompt. A reasoning model's thinking is read from a message's "reasoning" (or
+llama-server's "reasoning_content"); pictures and dictation from the tree (app/history/images.py,
+app/history/parts.py). The writers live beside it: JSON in json_export.py, Markdown in
+markdown_export.py; both are named here too, where the store calls them, with `stored_documents`,
+the chat's attached files that both exports carry.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import re
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
-from app.history.images import images_from_json, images_to_json, markdown_lines
-from app.history.parts import text_field, tool_calls_from_json, tool_calls_to_json
-from app.history.records import ROLES, STATES, ChatSnapshot, HistoryImportError, StoredMessage, active_path
+from app.history.chat_settings import imported_settings, settings_of_export
+from app.history.images import images_from_json
+from app.history.json_export import FORMAT_VERSION, export_json
+from app.history.markdown_export import export_markdown
+from app.history.parts import dictation_from_json, text_field, tool_calls_from_json
+from app.history.records import (
+    ROLES,
+    STATES,
+    HistoryImportError,
+    StoredMessage,
+    active_path,
+)
 from engine.documents.extract import Document
-from engine.protocol import ImagePart, ToolCall
+from engine.documents.index import DocumentIndex, index_path
+from engine.protocol import Dictation, ImagePart, ToolCall
 
-FORMAT_VERSION = 1
+__all__ = ["FORMAT_VERSION", "MAX_IMPORT_BYTES", "ImportedChat", "ImportedMessage", "export_json", "export_markdown",
+           "parse_import", "read_import_file"]
+
 MAX_IMPORT_BYTES = 200 * 1024 * 1024
 _HINT = "Choose a JSON file exported by Hearth, or one with a \"messages\" list of {\"role\", \"content\"} objects."
 
@@ -51,6 +58,7 @@ class ImportedMessage:
     tool_call_id: str = ""
     tool_name: str = ""
     images: tuple[ImagePart, ...] = ()
+    dictation: Dictation | None = None
 
 
 @dataclass(frozen=True)
@@ -64,104 +72,16 @@ class ImportedChat:
     active_root_key: str | None
 
 
-# ---------------------------------------------------------------- export
-
-
-def export_json(snapshot: ChatSnapshot, documents: Sequence[Document] = ()) -> str:
-    """`documents`: the chat's attached files, exported with their text."""
-    chat = snapshot.chat
-    document = {
-        "model": chat.model,
-        "messages": [_openai_record(m) for m in snapshot.path()],
-        "title": chat.title,
-        "settings": chat.settings,
-        "hearth": {
-            "format": FORMAT_VERSION,
-            "created": chat.created,
-            "updated": chat.updated,
-            "active_root_id": chat.active_root_id,
-            "messages": [_message_record(m) for m in snapshot.messages],
-            "documents": [{"name": d.name, "kind": d.kind,
-                           "pages": [{"number": p.number, "text": p.text} for p in d.pages]} for d in documents],
-        },
-    }
-    return json.dumps(document, ensure_ascii=False, indent=2)
-
-
-def _openai_record(message: StoredMessage) -> dict[str, Any]:
-    """role and content, and the thinking only where there is some (other readers expect the bare pair)."""
-    record: dict[str, Any] = {"role": message.role, "content": message.text}
-    if message.reasoning:
-        record["reasoning"] = message.reasoning
-    if message.tool_calls:  # OpenAI's shape, so other readers take the calls as they are
-        record["tool_calls"] = [{"id": call.id, "type": "function",
-                                 "function": {"name": call.name, "arguments": call.arguments}}
-                                for call in message.tool_calls]
-    if message.role == "tool":
-        record.update(tool_call_id=message.tool_call_id, name=message.tool_name)
-    return record
-
-
-def _message_record(message: StoredMessage) -> dict[str, Any]:
-    return {
-        "id": message.id,
-        "parent_id": message.parent_id,
-        "role": message.role,
-        "content": message.text,
-        "state": message.state,
-        "created": message.created,
-        "prompt_tokens": message.prompt_tokens,
-        "generated_tokens": message.generated_tokens,
-        "timings": message.timings,
-        "finish_reason": message.finish_reason,
-        "active_child_id": message.active_child_id,
-        "reasoning": message.reasoning,
-        "tool_calls": tool_calls_to_json(message.tool_calls),
-        "tool_call_id": message.tool_call_id,
-        "tool_name": message.tool_name,
-        "images": images_to_json(message.images),
-    }
-
-
-def export_markdown(snapshot: ChatSnapshot, documents: Sequence[Document] = ()) -> str:
-    """`documents`: the chat's attached files, listed by name (their text is in the JSON export)."""
-    chat = snapshot.chat
-    lines = [f"# {chat.title}", ""]
-    if chat.model:
-        lines.append(f"Model: `{chat.model}`  ")
-    if chat.settings:
-        settings = ", ".join(f"{key} = {value}" for key, value in sorted(chat.settings.items()))
-        lines.append(f"Settings: {settings}  ")
-    stamp = datetime.fromtimestamp(chat.created).strftime("%Y-%m-%d %H:%M")
-    lines += [f"Started: {stamp}", ""]
-    if documents:
-        lines += ["Attached files:", ""]
-        lines += [f"- {d.name} ({d.kind}, {len(d.pages)} page{'s' if len(d.pages) != 1 else ''})" for d in documents]
-        lines.append("")
-    for message in snapshot.path():
-        title = f"Tool result: {message.tool_name}" if message.role == "tool" else message.role.capitalize()
-        lines += [f"## {title}", ""] + _thinking_markdown(message.reasoning) + markdown_lines(message.images)
-        lines += _fenced(message.text, "") if message.role == "tool" else [message.text.rstrip(), ""]
-        for call in message.tool_calls:
-            lines += [f"**Tool call** `{call.name}`:", ""] + _fenced(call.arguments, "json")
-        if message.state != "complete":
-            lines += [f"*({message.state})*", ""]
-    return "\n".join(lines).rstrip() + "\n"
-
-
-def _fenced(text: str, language: str) -> list[str]:
-    """A code block whose fence is longer than any run of backticks in `text`, so it cannot end early."""
-    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
-    fence = "`" * max(3, longest + 1)
-    return [fence + language, text.rstrip(), fence, ""]
-
-
-def _thinking_markdown(reasoning: str) -> list[str]:
-    """A folded block (GitHub and most viewers fold <details>); blank lines let Markdown render inside it."""
-    if not reasoning.strip():
+def stored_documents(folder: Path, chat_id: str) -> list[Document]:
+    """The chat's attached files as their index under `folder` holds them (none where it has no index)."""
+    path = index_path(folder, chat_id)
+    if not path.exists():
         return []
-    body = reasoning.strip().replace("</details>", "&lt;/details>")  # the thinking cannot close the block early
-    return ["<details><summary>Thinking</summary>", "", body, "", "</details>", ""]
+    index = DocumentIndex(path)
+    try:
+        return [index.document(entry.id) for entry in index.documents()]
+    finally:
+        index.close()
 
 
 # ---------------------------------------------------------------- import
@@ -190,17 +110,28 @@ def parse_import(text: str, source: str = "The file") -> ImportedChat:
         raise HistoryImportError(f"{source} has no \"messages\" list at the top level. {_HINT}")
     title = _optional(document, "title", str, source, "")
     model = _optional(document, "model", str, source, "")
-    settings = _optional(document, "settings", dict, source, {})
-    straight = [_openai_message(item, index, source) for index, item in enumerate(document["messages"], 1)]
+    in_file = _optional(document, "settings", dict, source, {})
+    items, prompt = _without_system_prompt(document["messages"], source)
+    first = len(document["messages"]) - len(items) + 1
+    straight = [_openai_message(item, index, source, first) for index, item in enumerate(items, first)]
     tree = document.get("hearth")
     if tree is not None:
         parsed, root = _hearth_tree(tree, source)
-        if _branch_of(parsed, root) == [(m.role, m.text) for m in straight]:
+        branch, expected = _branch_of(parsed, root), [(m.role, m.text) for m in straight]
+        if branch == expected or prompt is not None and branch == [("system", prompt), *expected]:
             created = _number(tree.get("created"), f"{source}: hearth.created")
             updated = _number(tree.get("updated"), f"{source}: hearth.updated")
+            settings = settings_of_export(tree.get("settings"), in_file, prompt, source)
             return ImportedChat(title, model, settings, created, updated, tuple(parsed), root)
         # "messages" was edited outside Hearth: it wins, the stale tree is dropped.
-    return ImportedChat(title, model, settings, None, None, tuple(straight), None)
+    return ImportedChat(title, model, imported_settings(in_file, prompt, source), None, None, tuple(straight), None)
+
+
+def _without_system_prompt(items: list[Any], source: str) -> tuple[list[Any], str | None]:
+    """The messages after a leading system message, and its text (None: there is none)."""
+    if items and isinstance(items[0], dict) and items[0].get("role") == "system":
+        return items[1:], _content(items[0].get("content"), f"{source}: message 1")
+    return items, None
 
 
 def _optional(document: dict[str, Any], key: str, kind: type, source: str, default: Any) -> Any:
@@ -212,7 +143,7 @@ def _optional(document: dict[str, Any], key: str, kind: type, source: str, defau
     return value
 
 
-def _openai_message(item: Any, index: int, source: str) -> ImportedMessage:
+def _openai_message(item: Any, index: int, source: str, first: int = 1) -> ImportedMessage:
     where = f"{source}: message {index}"
     if not isinstance(item, dict):
         raise HistoryImportError(f"{where} is not an object with \"role\" and \"content\".")
@@ -220,7 +151,7 @@ def _openai_message(item: Any, index: int, source: str) -> ImportedMessage:
     if role not in ROLES:
         raise HistoryImportError(f"{where} has role {role!r}; Hearth imports only system, user and assistant messages.")
     reasoning = text_field(item, "reasoning", where) or text_field(item, "reasoning_content", where)
-    return ImportedMessage(str(index), str(index - 1) if index > 1 else None, role, _content(item.get("content"), where),
+    return ImportedMessage(str(index), str(index - 1) if index > first else None, role, _content(item.get("content"), where),
                            reasoning=reasoning)
 
 
@@ -273,6 +204,7 @@ def _tree_message(item: Any, where: str, seen: set[str]) -> ImportedMessage:
         timings, finish, child, text_field(item, "reasoning", where),
         tool_calls_from_json(item.get("tool_calls"), where), text_field(item, "tool_call_id", where),
         text_field(item, "tool_name", where), images_from_json(item.get("images"), where),
+        dictation_from_json(item.get("dictation"), where),
     )
 
 

@@ -12,9 +12,10 @@ from __future__ import annotations
 import html
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Literal
 
-from engine.protocol import ImagePart, ToolCall
+from engine.protocol import Dictation, ImagePart, ToolCall
 
 Role = Literal["system", "user", "assistant", "tool"]
 MessageState = Literal["complete", "streaming", "interrupted"]
@@ -61,6 +62,15 @@ class Chat:
     active_root_id: str | None = None
     deleted: bool = False
     pinned: bool = False  # listed first in the sidebar
+    folder_id: str | None = None  # the sidebar folder it is in (app/history/folders.py)
+
+
+@dataclass(frozen=True)
+class Folder:
+    id: str
+    name: str
+    position: int = 0  # the sidebar lists folders by it, then by name
+    collapsed: bool = False  # its chats hidden in the sidebar
 
 
 @dataclass(frozen=True)
@@ -82,6 +92,7 @@ class StoredMessage:
     tool_call_id: str = ""  # a tool message: the call it answers
     tool_name: str = ""  # ... and that tool's name
     images: tuple[ImagePart, ...] = ()  # a user message's pictures (app/history/images.py)
+    dictation: Dictation | None = None  # a user message that was spoken: what the speech model heard
 
 
 @dataclass(frozen=True)
@@ -96,7 +107,17 @@ class ChatSnapshot:
         return active_path(self.messages, self.chat.active_root_id)
 
     def siblings(self, message_id: str) -> list[StoredMessage]:
-        return siblings(self.messages, message_id)
+        target = self._by_id.get(message_id)
+        return [] if target is None else list(self._children.get(target.parent_id, []))
+
+    # Indexed once per snapshot: a long chat asks for every shown card's position after each scroll.
+    @cached_property
+    def _by_id(self) -> dict[str, StoredMessage]:
+        return {message.id: message for message in self.messages}
+
+    @cached_property
+    def _children(self) -> dict[str | None, list[StoredMessage]]:
+        return children_of(self.messages)
 
     def position(self, message_id: str) -> tuple[int, int]:
         """(1-based index, count) among the alternatives: "< 1/2 >"."""

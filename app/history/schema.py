@@ -134,7 +134,37 @@ _PICTURES = (
     END""",
 )
 
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3, _V4, _PINNED, _PICTURES)
+# The memory tool's notes (app/history/notes.py): kept across chats, each shown in Settings, Memory, where
+# the person edits, deletes or turns it off (enabled 0: neither listed to the model nor put in a prompt);
+# and the chats whose switch turned memory off (no memory tool, no notes in their prompt).
+_MEMORY = (
+    "ALTER TABLE chats ADD COLUMN memory_off INTEGER NOT NULL DEFAULT 0",
+    """CREATE TABLE memory_notes (
+        id INTEGER PRIMARY KEY,
+        text TEXT NOT NULL,
+        enabled INTEGER NOT NULL DEFAULT 1,
+        created REAL NOT NULL,
+        updated REAL NOT NULL
+    )""",
+)
+
+# Folders in the sidebar: a chat is in one folder or none; a folder remembers whether it is folded.
+_FOLDERS = (
+    """CREATE TABLE folders (
+        id TEXT PRIMARY KEY,
+        name TEXT NOT NULL,
+        position INTEGER NOT NULL DEFAULT 0,
+        collapsed INTEGER NOT NULL DEFAULT 0,
+        created REAL NOT NULL
+    )""",
+    "ALTER TABLE chats ADD COLUMN folder_id TEXT REFERENCES folders(id)",
+)
+
+# A user message that was spoken (the microphone button): what the speech model heard, as JSON
+# {"transcript", "language", "model", "seconds"} (app/history/parts.py); "" for a typed message.
+_DICTATION = ("ALTER TABLE messages ADD COLUMN dictation TEXT NOT NULL DEFAULT ''",)
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3, _V4, _PINNED, _PICTURES, _MEMORY, _FOLDERS, _DICTATION)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

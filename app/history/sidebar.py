@@ -1,72 +1,42 @@
-"""The chat sidebar: every stored chat, pinned ones first, then by recency; search over titles and text.
+"""The chat sidebar: every stored chat, pinned ones first, then folders, then by recency; search over titles and text.
 
 The list comes from the history thread (callbacks on the GUI thread) and is
 fetched again, after a short pause, whenever a tab says its chat changed. A
 search matches titles here and message text through the history's full-text
 index. Clicking a chat opens it in a tab, or switches to its tab; a chat whose
-tab is answering carries a dot. Pin, rename, export and delete are in the
-context menu (and on the keyboard: Menu key, F2, Delete).
+tab is answering carries a dot. Pin, rename, move to a folder, export and delete
+are in the context menu (app/history/sidebar_menus.py; on the keyboard: Menu key,
+F2, Delete). Folders (app/history/folders.py) hold chats dragged onto them; a click
+folds one; a search shows the folders with matches, unfolded. Which rows are listed, in
+which order, is app/history/sidebar_rows.py's; the list widget and its rows' looks are
+app/history/chat_list.py's.
 """
 
 from __future__ import annotations
 
-from PySide6.QtCore import QEvent, QPoint, QSize, Qt, QTimer, Signal
-from PySide6.QtGui import QBrush, QColor, QFont, QIcon, QKeyEvent, QPainter, QPixmap
-from PySide6.QtWidgets import (
-    QInputDialog,
-    QLineEdit,
-    QListWidget,
-    QListWidgetItem,
-    QMenu,
-    QMessageBox,
-    QVBoxLayout,
-    QWidget,
-)
+from collections.abc import Callable
+
+from PySide6.QtCore import QPoint, Qt, QTimer
+from PySide6.QtWidgets import QLineEdit, QListWidgetItem, QMenu, QPushButton, QVBoxLayout, QWidget
 
 from app.chat.tab import ChatTab
 from app.history import dialog as history_dialogs
-from app.history.records import Chat, SearchHit
+from app.history.chat_list import (
+    ANSWERING,
+    CHAT_ID,
+    FOLDER_ID,
+    IS_FOLDER,
+    ChatList,
+    chat_item,
+    folder_item,
+    header_item,
+)
+from app.history.records import Chat, Folder, SearchHit
+from app.history.sidebar_menus import ask_delete_chat, ask_rename_chat, chat_menu, folder_menu
+from app.history.sidebar_rows import ChatRow, FolderRow, Row, arrange, matching
 from app.history.sync import HistoryUI
 
 REFRESH_DELAY_MS = 150
-CHAT_ID = Qt.ItemDataRole.UserRole
-HEADER = Qt.ItemDataRole.UserRole + 1
-ANSWERING = Qt.ItemDataRole.UserRole + 2
-DOT_SIZE = 10
-
-
-def _dot(color: QColor, size: int = DOT_SIZE) -> QIcon:
-    pixmap = QPixmap(size, size)
-    pixmap.fill(Qt.GlobalColor.transparent)
-    painter = QPainter(pixmap)
-    painter.setRenderHint(QPainter.RenderHint.Antialiasing)
-    painter.setBrush(QBrush(color))
-    painter.setPen(Qt.PenStyle.NoPen)
-    painter.drawEllipse(1, 1, size - 2, size - 2)
-    painter.end()
-    return QIcon(pixmap)
-
-
-class ChatList(QListWidget):
-    """The list itself: F2 renames, Delete deletes, the Menu key opens the context menu."""
-
-    rename_pressed = Signal()
-    delete_pressed = Signal()
-
-    def event(self, event: QEvent) -> bool:
-        # F2 and Delete are the list's while it has focus, not the window's (F2 renames the tab there).
-        if event.type() == QEvent.Type.ShortcutOverride and event.key() in (Qt.Key.Key_F2, Qt.Key.Key_Delete):  # type: ignore[attr-defined]
-            event.accept()
-            return True
-        return super().event(event)
-
-    def keyPressEvent(self, event: QKeyEvent) -> None:  # noqa: N802 - Qt override
-        if event.key() == Qt.Key.Key_F2:
-            self.rename_pressed.emit()
-        elif event.key() == Qt.Key.Key_Delete:
-            self.delete_pressed.emit()
-        else:
-            super().keyPressEvent(event)
 
 
 class Sidebar(QWidget):
@@ -78,24 +48,20 @@ class Sidebar(QWidget):
         self.history = history
         self.loaded = 0
         self._chats: list[Chat] = []
+        self.folders: list[Folder] = []
+        self.within: str | None = None  # the folder a search is kept to
         self._hits: dict[str, str] = {}  # chat id -> snippet of its best matching message
         self._search_pending = False
         self.search = QLineEdit(placeholderText="Search chats…")
         self.search.setClearButtonEnabled(True)
         self.search.setAccessibleName("Search chats")
         self.list = ChatList(self)
-        self.list.setObjectName("chatList")
-        self.list.setAccessibleName("Chats")
-        self.list.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)  # long titles are elided
-        self.list.setTextElideMode(Qt.TextElideMode.ElideRight)
-        self.list.setIconSize(QSize(DOT_SIZE, DOT_SIZE))
-        self.list.setStyleSheet("QListWidget#chatList::item { padding: 3px 2px; }")
-        self.list.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.list.customContextMenuRequested.connect(self._on_context_menu_requested)
         self.list.itemClicked.connect(self._on_item_chosen)
         self.list.itemActivated.connect(self._on_item_chosen)
         self.list.rename_pressed.connect(lambda: self._with_selected(self.ask_rename))
         self.list.delete_pressed.connect(lambda: self._with_selected(self.ask_delete))
+        self.list.chat_dropped.connect(lambda chat_id, folder_id: self.move_chat(chat_id, folder_id or None))
         self._timer = QTimer(self, singleShot=True, interval=REFRESH_DELAY_MS)
         self._timer.timeout.connect(self.refresh)
         self.search.textChanged.connect(lambda _text: self._timer.start())
@@ -103,7 +69,13 @@ class Sidebar(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(6, 6, 0, 6)
         layout.setSpacing(4)
+        self.within_button = QPushButton()  # "In “Work” ✕": the search is kept to that folder until clicked
+        self.within_button.setFlat(True)
+        self.within_button.setToolTip("Search every chat again")
+        self.within_button.clicked.connect(lambda: self.search_within(None))
+        self.within_button.hide()
         layout.addWidget(self.search)
+        layout.addWidget(self.within_button)
         layout.addWidget(self.list, 1)
         history.restored.connect(self.refresh)
 
@@ -123,12 +95,16 @@ class Sidebar(QWidget):
         """The list again (or the search again); after the writes queued before it."""
         text = self.search.text().strip()
         client = self.history.client
+        client.list_folders(on_done=self._on_folders, on_error=self._on_error)  # answered before the chats
         client.list_chats(on_done=self._on_chats, on_error=self._on_error)
         if text:
             self._search_pending = True
             client.search(text, on_done=self._on_hits, on_error=self._on_error)
 
     # ------------------------------------------------------------ results
+
+    def _on_folders(self, folders: list[Folder]) -> None:
+        self.folders = folders
 
     def _on_chats(self, chats: list[Chat]) -> None:
         self._chats = chats
@@ -148,81 +124,40 @@ class Sidebar(QWidget):
         self.history.show_problem(message)
         self.loaded += 1
 
-    def _matching(self) -> list[Chat]:
-        words = self.search.text().lower().split()
-        if not words:
-            return self._chats
-        return [chat for chat in self._chats
-                if chat.id in self._hits or all(word in chat.title.lower() for word in words)]
-
     def _show(self) -> None:
         selected = self.selected_chat()
         self.list.clear()
-        chats = self._matching()
-        pinned = [chat for chat in chats if chat.pinned]
-        if pinned:
-            self._header("Pinned")
-        for index, chat in enumerate(chats):
-            if index == len(pinned) and pinned and index < len(chats):
-                self._header("Recent")
-            self._add(chat)
-        if not chats:
-            self._header("Nothing found." if self.search.text().strip() else "No chats yet.")
+        chats = matching(self._chats, self._hits, self.search.text(), self.within)
+        for row in arrange(chats, self.folders, bool(self.search.text().strip()), self.within):
+            self.list.addItem(self._item(row))
         self._select(selected)
         self._mark_answering()
         self.loaded += 1
 
-    def _header(self, text: str) -> None:
-        item = QListWidgetItem(text)
-        item.setFlags(Qt.ItemFlag.NoItemFlags)
-        item.setData(HEADER, True)
-        font = item.font()
-        font.setPointSizeF(font.pointSizeF() * 0.85)
-        font.setBold(True)
-        item.setFont(font)
-        self.list.addItem(item)
-
-    def _add(self, chat: Chat) -> None:
-        snippet = self._hits.get(chat.id, "")
-        item = QListWidgetItem(chat.title + (f"\n{snippet}" if snippet else ""))
-        item.setData(CHAT_ID, chat.id)
-        item.setToolTip(chat.title + (f"\n…{snippet}…" if snippet else ""))
-        item.setData(Qt.ItemDataRole.AccessibleTextRole, chat.title + (" (pinned)" if chat.pinned else ""))
-        if self.history.tab(chat.id) is not None:
-            font = QFont(item.font())
-            font.setBold(True)  # open in a tab
-            item.setFont(font)
-        self.list.addItem(item)
+    def _item(self, row: Row) -> QListWidgetItem:
+        if isinstance(row, ChatRow):
+            chat = row.chat
+            return chat_item(chat, self._hits.get(chat.id, ""), row.folder_id, self.history.tab(chat.id) is not None)
+        if isinstance(row, FolderRow):
+            return folder_item(row.folder, row.count, row.unfolded)
+        return header_item(row.title)
 
     def _mark_answering(self) -> None:
-        dot = _dot(self.palette().color(self.palette().ColorRole.Highlight))
-        no_dot = _dot(QColor(Qt.GlobalColor.transparent))  # keeps the titles in one column
-        for row in range(self.list.count()):
-            item = self.list.item(row)
-            if not item.data(CHAT_ID):
-                continue
-            tab = self.history.tab(item.data(CHAT_ID))
-            answering = tab is not None and tab.answering
-            item.setIcon(dot if answering else no_dot)
-            item.setData(ANSWERING, answering)
-            item.setData(Qt.ItemDataRole.AccessibleDescriptionRole, "answering" if answering else "")
+        self.list.mark_answering(lambda chat_id: (tab := self.history.tab(chat_id)) is not None and tab.answering)
 
     # ------------------------------------------------------------ reading the list
 
     def chat_ids(self) -> list[str]:
-        items = (self.list.item(row) for row in range(self.list.count()))
-        return [item.data(CHAT_ID) for item in items if item.data(CHAT_ID)]
+        return [item.data(CHAT_ID) for item in self.list.rows() if item.data(CHAT_ID)]
 
     def item(self, chat_id: str) -> QListWidgetItem | None:
-        items = (self.list.item(row) for row in range(self.list.count()))
-        return next((item for item in items if item.data(CHAT_ID) == chat_id), None)
+        return next((item for item in self.list.rows() if item.data(CHAT_ID) == chat_id), None)
+
+    def answering_chat_ids(self) -> list[str]:
+        return [item.data(CHAT_ID) for item in self.list.rows() if item.data(CHAT_ID) and item.data(ANSWERING)]
 
     def chat(self, chat_id: str) -> Chat | None:
         return next((chat for chat in self._chats if chat.id == chat_id), None)
-
-    def answering_chat_ids(self) -> list[str]:
-        items = (self.list.item(row) for row in range(self.list.count()))
-        return [item.data(CHAT_ID) for item in items if item.data(CHAT_ID) and item.data(ANSWERING)]
 
     def selected_chat(self) -> str | None:
         item = self.list.currentItem()
@@ -253,16 +188,10 @@ class Sidebar(QWidget):
         self.refresh()
 
     def ask_rename(self, chat_id: str) -> None:
-        chat = self.chat(chat_id)
-        title, ok = QInputDialog.getText(self, "Rename chat", "Title:", text=chat.title if chat else "")
-        if ok:
-            self.rename(chat_id, title)
+        ask_rename_chat(self, chat_id)  # the question is the menus' (sidebar_menus.py)
 
     def ask_delete(self, chat_id: str) -> None:
-        chat = self.chat(chat_id)
-        title = chat.title if chat else "this chat"
-        if QMessageBox.question(self, "Delete chat", f"Delete “{title}” and all its messages?") == QMessageBox.StandardButton.Yes:
-            self.delete(chat_id)
+        ask_delete_chat(self, chat_id)
 
     def export(self, chat_id: str, kind: str) -> None:
         chat = self.chat(chat_id)
@@ -270,32 +199,80 @@ class Sidebar(QWidget):
 
     def context_menu(self, chat_id: str) -> QMenu:
         """What a right click (or the Menu key) offers for one chat."""
-        menu = QMenu(self)
-        chat = self.chat(chat_id)
-        pinned = chat is not None and chat.pinned
-        menu.addAction("Open", lambda: self.open(chat_id))
-        menu.addAction("Unpin" if pinned else "Pin", lambda: self.set_pinned(chat_id, not pinned))
-        menu.addAction("Rename…", lambda: self.ask_rename(chat_id))
-        menu.addAction("Export as Markdown…", lambda: self.export(chat_id, "markdown"))
-        menu.addAction("Export as JSON…", lambda: self.export(chat_id, "json"))
-        menu.addSeparator()
-        menu.addAction("Delete…", lambda: self.ask_delete(chat_id))
-        return menu
+        return chat_menu(self, chat_id)
 
     def _on_context_menu_requested(self, position: QPoint) -> None:
-        item = self.list.itemAt(position) or self.list.currentItem()  # the Menu key: the selected chat
-        if item is not None and item.data(CHAT_ID):
-            menu = self.context_menu(item.data(CHAT_ID))
-            menu.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
-            menu.popup(self.list.viewport().mapToGlobal(position))
+        item = self.list.itemAt(position) or self.list.currentItem()  # the Menu key: the selected row
+        if item is None or not (item.data(CHAT_ID) or item.data(IS_FOLDER)):
+            return
+        menu = self.context_menu(item.data(CHAT_ID)) if item.data(CHAT_ID) else folder_menu(self, item.data(FOLDER_ID))
+        menu.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        menu.popup(self.list.viewport().mapToGlobal(position))
 
     def _on_item_chosen(self, item: QListWidgetItem) -> None:
         if item.data(CHAT_ID):
             self.open(item.data(CHAT_ID))
+        elif item.data(IS_FOLDER):
+            self.toggle_folder(item.data(FOLDER_ID))
 
-    def _with_selected(self, action: object) -> None:
+    # ------------------------------------------------------------ folders
+
+    def folder(self, folder_id: str) -> Folder | None:
+        return next((folder for folder in self.folders if folder.id == folder_id), None)
+
+    def folder_ids(self) -> list[str]:
+        """The folders as listed, in order."""
+        return [item.data(FOLDER_ID) for item in self.list.rows() if item.data(IS_FOLDER)]
+
+    def new_folder(self, name: str, chat_id: str | None = None) -> str:
+        """A folder (listed last), with `chat_id` moved into it; its id."""
+        folder_id = self.history.client.create_folder(name)
+        if chat_id is not None:
+            self.history.client.move_chat(chat_id, folder_id)
+        self.refresh()
+        return folder_id
+
+    def move_chat(self, chat_id: str, folder_id: str | None) -> None:
+        self.history.client.move_chat(chat_id, folder_id)
+        self.refresh()
+
+    def search_within(self, folder_id: str | None) -> None:
+        """Keep the search (and the list) to one folder, or (None) to every chat again."""
+        folder = self.folder(folder_id) if folder_id is not None else None
+        self.within = folder.id if folder is not None else None
+        self.within_button.setText(f"In “{folder.name}” ✕" if folder is not None else "")
+        self.within_button.setAccessibleName(f"Searching in folder {folder.name}; press to search every chat"
+                                             if folder is not None else "")
+        self.within_button.setVisible(folder is not None)
+        self.search.setPlaceholderText(f"Search in “{folder.name}”…" if folder is not None else "Search chats…")
+        self._show()
+        if folder is not None:
+            self.search.setFocus()
+
+    def toggle_folder(self, folder_id: str) -> None:
+        folder = self.folder(folder_id)
+        if folder is not None:
+            self.history.client.set_folder_collapsed(folder_id, not folder.collapsed)
+            self.refresh()
+
+    def rename_folder(self, folder_id: str, name: str) -> None:
+        if name.strip():
+            self.history.client.rename_folder(folder_id, name)
+            self.refresh()
+
+    def chats_in(self, folder_id: str) -> list[Chat]:
+        return [chat for chat in self._chats if chat.folder_id == folder_id]
+
+    def delete_folder(self, folder_id: str, with_chats: bool) -> None:
+        """Its chats go back to no folder, or are deleted with it (their tabs closed)."""
+        for chat in self.chats_in(folder_id) if with_chats else []:
+            self.history.delete_chat(chat.id)
+        self.history.client.delete_folder(folder_id, with_chats)
+        self.refresh()
+
+    def _with_selected(self, action: Callable[[str], None]) -> None:
         if (chat_id := self.selected_chat()) is not None:
-            action(chat_id)  # type: ignore[operator]
+            action(chat_id)
 
     def focus_search(self) -> None:
         self.show()

@@ -7,11 +7,12 @@ Each failure is raised as a HistoryError worded for a person.
 
 Messages form a tree per chat: editing a message or regenerating an answer adds
 a sibling, and the chat remembers which branch is active (app/history/records.py).
+The SQL itself is below the store: chats and tabs in app/history/rows.py, the message
+operations in app/history/message_rows.py.
 """
 
 from __future__ import annotations
 
-import json
 import sqlite3
 import time
 import uuid
@@ -20,38 +21,20 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from app.chat.title import DEFAULT_TITLE, title_from_text, title_from_user
+from app.chat.title import DEFAULT_TITLE, title_from_user
 from app.history import import_export as history_io
+from app.history import message_rows
 from app.history.database import default_database_path, human_error, open_database
-from app.history.images import images_of_chat, insert_images
-from app.history.parts import dump_tool_calls
+from app.history.images import images_of_chat
 from app.history.records import (
-    MATCH_END,
-    MATCH_START,
-    ROLES,
-    STATES,
-    Chat,
-    ChatSnapshot,
-    HistoryError,
-    SearchHit,
-    StoredMessage,
+    MATCH_END, MATCH_START, ROLES, STATES, Chat, ChatSnapshot, HistoryError, SearchHit, StoredMessage,
 )
 from app.history.rows import (
-    CHAT_COLUMNS,
-    MESSAGE_COLUMNS,
-    chat_from_row,
-    chat_title_auto,
-    dump_json,
-    fts_query,
-    insert_imported,
-    message_from_row,
-    point_to,
-    user_message_count,
+    CHAT_COLUMNS, MESSAGE_COLUMNS, chat_from_row, fts_query, insert_chat, insert_imported, merge_chat_settings,
+    message_from_row, next_tab_order, purge_chats, set_open_tabs,
 )
-from engine.documents.extract import Document
-from engine.documents.index import DocumentIndex, delete_index, index_path
-from engine.documents.prompt import split_message
-from engine.protocol import ImagePart, ToolCall
+from engine.documents.index import delete_index
+from engine.protocol import Dictation, ImagePart, ToolCall
 
 __all__ = ["HistoryError", "HistoryStore", "default_database_path", "new_id"]
 
@@ -106,15 +89,9 @@ class HistoryStore:
 
     def create_chat(self, title: str = "", model: str = "", settings: dict[str, Any] | None = None,
                     chat_id: str | None = None, open_tab: bool = True) -> Chat:
-        chat_id, now, title = chat_id or new_id(), time.time(), title_from_user(title)
+        chat_id = chat_id or new_id()
         with self._write("create the chat") as db:
-            order = self._next_tab_order(db) if open_tab else None
-            db.execute(
-                "INSERT INTO chats (id, title, created, updated, model, settings, is_open, tab_order, title_auto)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (chat_id, title or DEFAULT_TITLE, now, now, model, dump_json(settings or {}),
-                 int(open_tab), order, int(not title)),
-            )
+            insert_chat(db, chat_id, title_from_user(title), model, settings or {}, open_tab)
         return self.chat(chat_id)
 
     def chat(self, chat_id: str) -> Chat:
@@ -148,10 +125,7 @@ class HistoryStore:
     def set_open_tabs(self, chat_ids: list[str], current: str | None = None) -> None:
         """The tabs now open, left to right; every other chat is closed."""
         with self._write("remember the open tabs") as db:
-            db.execute("UPDATE chats SET is_open = 0, tab_order = NULL WHERE is_open = 1")
-            for order, chat_id in enumerate(chat_ids):
-                db.execute("UPDATE chats SET is_open = 1, tab_order = ? WHERE id = ?", (order, chat_id))
-            db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('current_tab', ?)", (current or "",))
+            set_open_tabs(db, chat_ids, current)
 
     def current_tab(self) -> str | None:
         rows = self._rows("read the current tab", "SELECT value FROM meta WHERE key = 'current_tab'")
@@ -161,7 +135,7 @@ class HistoryStore:
         """Reopen a closed chat as the last tab."""
         with self._write("reopen the chat") as db:
             db.execute("UPDATE chats SET is_open = 1, tab_order = ? WHERE id = ? AND is_open = 0",
-                       (self._next_tab_order(db), chat_id))
+                       (next_tab_order(db), chat_id))
 
     def close_tab(self, chat_id: str) -> None:
         with self._write("close the chat") as db:
@@ -174,10 +148,7 @@ class HistoryStore:
     def update_chat_settings(self, chat_id: str, changes: dict[str, Any]) -> None:
         """Merge `changes` into the chat's own settings (the Think choice, ...); other keys stay."""
         with self._write("save the chat's settings") as db:
-            row = db.execute("SELECT settings FROM chats WHERE id = ?", (chat_id,)).fetchone()
-            if row is not None:
-                merged = {**json.loads(row[0]), **changes}
-                db.execute("UPDATE chats SET settings = ? WHERE id = ?", (dump_json(merged), chat_id))
+            merge_chat_settings(db, chat_id, changes)
 
     def set_pinned(self, chat_id: str, pinned: bool) -> None:
         with self._write("pin the chat") as db:
@@ -198,16 +169,13 @@ class HistoryStore:
         with self._write("restore the chat") as db:
             db.execute("UPDATE chats SET deleted_at = NULL WHERE id = ?", (chat_id,))
             if open_tab:
-                db.execute("UPDATE chats SET is_open = 1, tab_order = ? WHERE id = ?", (self._next_tab_order(db), chat_id))
+                db.execute("UPDATE chats SET is_open = 1, tab_order = ? WHERE id = ?", (next_tab_order(db), chat_id))
 
     def purge_deleted(self, older_than_s: float = 0.0) -> int:
         """Really delete chats deleted more than `older_than_s` ago; returns how many."""
         cutoff = time.time() - older_than_s
         with self._write("delete old chats") as db:
-            doomed = "SELECT id FROM chats WHERE deleted_at IS NOT NULL AND deleted_at <= ?"
-            chat_ids = [row[0] for row in db.execute(doomed, (cutoff,))]
-            db.execute(f"DELETE FROM messages WHERE chat_id IN ({doomed})", (cutoff,))
-            purged = db.execute(f"DELETE FROM chats WHERE id IN ({doomed})", (cutoff,)).rowcount
+            chat_ids, purged = purge_chats(db, cutoff)
         for chat_id in chat_ids:  # the attached files' text and index go with the chat
             delete_index(self.path.parent / "documents", chat_id)
         return purged
@@ -218,38 +186,25 @@ class HistoryStore:
             return db.execute("DELETE FROM chats WHERE is_open = 0 AND NOT EXISTS"
                               " (SELECT 1 FROM messages WHERE messages.chat_id = chats.id)").rowcount
 
-    @staticmethod
-    def _next_tab_order(db: sqlite3.Connection) -> int:
-        return int(db.execute("SELECT COALESCE(MAX(tab_order) + 1, 0) FROM chats WHERE is_open = 1").fetchone()[0])
-
     # ------------------------------------------------------------ messages
 
     def add_message(self, chat_id: str, role: str, text: str = "", parent_id: str | None = None,
                     state: str = "complete", message_id: str | None = None, *, tool_call_id: str = "",
                     tool_name: str = "", finish_reason: str | None = None,
-                    images: tuple[ImagePart, ...] = ()) -> StoredMessage:
+                    images: tuple[ImagePart, ...] = (), dictation: Dictation | None = None) -> StoredMessage:
         """Append a message under `parent_id` (None: a first message) and make it the active branch.
 
         A tool message names the call it answers and that tool; its finish_reason says how the call
-        ended (allowed, always, declined, stopped, unknown). A user message's pictures are saved with it."""
+        ended (allowed, always, declined, stopped, unknown). A user message's pictures are saved with it, and
+        what the speech model heard where it was spoken."""
         if role not in ROLES or state not in STATES:
             raise HistoryError(f"Unknown message role {role!r} or state {state!r}.", "other")
-        message_id, now = message_id or new_id(), time.time()
+        message = StoredMessage(message_id or new_id(), chat_id, parent_id, role, text, state,  # type: ignore[arg-type]
+                                time.time(), finish_reason=finish_reason, tool_call_id=tool_call_id,
+                                tool_name=tool_name, images=images, dictation=dictation)
         with self._write("save the message") as db:
-            title_auto = chat_title_auto(db, chat_id)
-            if parent_id is not None and not db.execute(
-                    "SELECT 1 FROM messages WHERE id = ? AND chat_id = ?", (parent_id, chat_id)).fetchone():
-                raise HistoryError(f"The message {parent_id} is not in chat {chat_id}.", "missing")
-            db.execute("INSERT INTO messages (id, chat_id, parent_id, role, text, state, created, tool_call_id, tool_name,"
-                       " finish_reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                       (message_id, chat_id, parent_id, role, text, state, now, tool_call_id, tool_name, finish_reason))
-            insert_images(db, message_id, images)
-            point_to(db, chat_id, parent_id, message_id)
-            if role == "user" and title_auto and user_message_count(db, chat_id) == 1:
-                db.execute("UPDATE chats SET title = ? WHERE id = ?", (title_from_text(split_message(text)[0]), chat_id))
-            db.execute("UPDATE chats SET updated = ? WHERE id = ?", (now, chat_id))
-        return StoredMessage(message_id, chat_id, parent_id, role, text, state, now,  # type: ignore[arg-type]
-                             finish_reason=finish_reason, tool_call_id=tool_call_id, tool_name=tool_name, images=images)
+            message_rows.insert_message(db, message)
+        return message
 
     def message(self, message_id: str) -> StoredMessage:
         rows = self._rows("read the message", f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE id = ?", (message_id,))
@@ -260,9 +215,7 @@ class HistoryStore:
     def update_streaming_text(self, message_id: str, text: str | None, reasoning: str | None = None) -> bool:
         """Save the answer and its thinking so far (None: unchanged); False when it is no longer streaming."""
         with self._write("save the answer so far") as db:
-            cursor = db.execute("UPDATE messages SET text = COALESCE(?, text), reasoning = COALESCE(?, reasoning)"
-                                " WHERE id = ? AND state = 'streaming'", (text, reasoning, message_id))
-            return cursor.rowcount > 0
+            return message_rows.update_streaming(db, message_id, text, reasoning)
 
     def finish_message(self, message_id: str, text: str | None = None, state: str = "complete",
                        prompt_tokens: int | None = None, generated_tokens: int | None = None,
@@ -272,16 +225,8 @@ class HistoryStore:
         if state not in STATES:
             raise HistoryError(f"Unknown message state {state!r}.", "other")
         with self._write("save the answer") as db:
-            cursor = db.execute(
-                "UPDATE messages SET text = COALESCE(?, text), reasoning = COALESCE(?, reasoning), state = ?,"
-                " prompt_tokens = ?, generated_tokens = ?, timings = ?, finish_reason = ?, tool_calls = ? WHERE id = ?",
-                (text, reasoning, state, prompt_tokens, generated_tokens, dump_json(timings or {}), finish_reason,
-                 dump_tool_calls(tool_calls), message_id),
-            )
-            if cursor.rowcount == 0:
-                raise HistoryError(f"The message {message_id} is not in the history (was it deleted?).", "missing")
-            db.execute("UPDATE chats SET updated = ? WHERE id = (SELECT chat_id FROM messages WHERE id = ?)",
-                       (time.time(), message_id))
+            message_rows.finish(db, message_id, text, state, prompt_tokens, generated_tokens, timings, finish_reason,
+                                reasoning, tool_calls)
 
     def mark_interrupted_on_startup(self) -> int:
         """Answers left 'streaming' by a crash or kill become 'interrupted'; returns how many."""
@@ -302,8 +247,7 @@ class HistoryStore:
     def siblings(self, message_id: str) -> list[StoredMessage]:
         """The alternatives of a message, itself included, oldest first."""
         old = self.message(message_id)
-        rows = self._rows("read the alternatives", f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE chat_id = ? "
-                          "AND parent_id IS ? ORDER BY seq", (old.chat_id, old.parent_id))
+        rows = self._rows("read the alternatives", message_rows.SIBLINGS_SQL, (old.chat_id, old.parent_id))
         return [message_from_row(row) for row in rows]
 
     def active_path(self, chat_id: str) -> list[StoredMessage]:
@@ -312,24 +256,12 @@ class HistoryStore:
     def select_message(self, message_id: str) -> None:
         """Make the branch through this message the active one (switching "< 1/2 >" or a search hit)."""
         with self._write("switch the branch") as db:
-            ancestry = db.execute(
-                "WITH RECURSIVE up(id, parent_id, chat_id) AS (SELECT id, parent_id, chat_id FROM messages WHERE id = ?"
-                " UNION ALL SELECT m.id, m.parent_id, m.chat_id FROM messages m JOIN up ON m.id = up.parent_id)"
-                " SELECT id, parent_id, chat_id FROM up", (message_id,)).fetchall()
-            for row in ancestry:
-                point_to(db, row["chat_id"], row["parent_id"], row["id"])
+            message_rows.select_branch(db, message_id)
 
     def delete_message(self, message_id: str) -> int:
         """Delete a message and every message below it; returns how many went."""
         with self._write("delete the message") as db:
-            db.execute(
-                "WITH RECURSIVE down(id) AS (SELECT id FROM messages WHERE id = ?"
-                " UNION ALL SELECT m.id FROM messages m JOIN down ON m.parent_id = down.id)"
-                " DELETE FROM messages WHERE id IN down", (message_id,))
-            count = int(db.execute("SELECT changes()").fetchone()[0])  # rowcount is -1 after a WITH
-            db.execute("UPDATE messages SET active_child_id = NULL WHERE active_child_id = ?", (message_id,))
-            db.execute("UPDATE chats SET active_root_id = NULL WHERE active_root_id = ?", (message_id,))
-            return count
+            return message_rows.delete_subtree(db, message_id)
 
     # ------------------------------------------------------------ search, export, import
 
@@ -342,32 +274,16 @@ class HistoryStore:
         match = fts_query(query)
         if not match:
             return []
-        rows = self._rows(
-            "search the chats",
-            "SELECT m.id, m.chat_id, m.role, m.created, c.title, c.is_open,"
-            " snippet(messages_fts, 0, ?, ?, '…', 16) AS snippet"
-            " FROM messages_fts JOIN messages m ON m.seq = messages_fts.rowid JOIN chats c ON c.id = m.chat_id"
-            " WHERE messages_fts MATCH ? AND c.deleted_at IS NULL ORDER BY bm25(messages_fts) LIMIT ?",
-            (MATCH_START, MATCH_END, match, limit),
-        )
+        rows = self._rows("search the chats", message_rows.SEARCH_SQL, (MATCH_START, MATCH_END, match, limit))
         return [SearchHit(r["chat_id"], r["title"], bool(r["is_open"]), r["id"], r["role"], r["snippet"], r["created"]) for r in rows]
 
     def export_markdown(self, chat_id: str) -> str:
-        return history_io.export_markdown(self.load_chat(chat_id), self._documents(chat_id))
+        snapshot = self.load_chat(chat_id)
+        return history_io.export_markdown(snapshot, history_io.stored_documents(self.path.parent / "documents", chat_id))
 
     def export_json(self, chat_id: str) -> str:
-        return history_io.export_json(self.load_chat(chat_id), self._documents(chat_id))
-
-    def _documents(self, chat_id: str) -> list[Document]:
-        """The chat's attached files as their index holds them (none where it has no index)."""
-        path = index_path(self.path.parent / "documents", chat_id)
-        if not path.exists():
-            return []
-        index = DocumentIndex(path)
-        try:
-            return [index.document(entry.id) for entry in index.documents()]
-        finally:
-            index.close()
+        snapshot = self.load_chat(chat_id)
+        return history_io.export_json(snapshot, history_io.stored_documents(self.path.parent / "documents", chat_id))
 
     def import_file(self, path: str | Path) -> Chat:
         return self.import_json(history_io.read_import_file(path), str(path))
@@ -377,5 +293,5 @@ class HistoryStore:
         parsed = history_io.parse_import(text, source)
         chat_id = new_id()
         with self._write("import the chat") as db:
-            insert_imported(db, parsed, chat_id, self._next_tab_order(db), new_id)
+            insert_imported(db, parsed, chat_id, next_tab_order(db), new_id)
         return self.chat(chat_id)

@@ -4,14 +4,14 @@ HistoryUI never sees the window: it works through a TabHost (MainWindow is one),
 and the window connects its events (tabs opened, closed, moved; the engine's
 tokens and finished turns) to the `on_*` methods. With each tab's own
 `conversation_changed` they become HistoryClient calls, none of which blocks.
-The stored ids of the messages a tab shows are kept here, parallel to
-`tab.messages`, so a new message knows its parent. On startup the stored open
+Writing what the tabs do (new chats, messages, streaming answers) is
+app/history/tab_writer.py's part; this side reads: on startup the stored open
 tabs replace the empty first tab; answers a crash cut short come back with an
 "(interrupted)" note and Regenerate. Tool calls are stored with their answer and each result as a
 "tool" message with how the call ended (its approval); a call that has no result after a restart
 shows as interrupted and is never run again by itself. A reasoning model's thinking is stored with
 its answer as it streams, and comes back folded ("Thought for 12 s"); each chat's
-Think choice is stored in its settings; a user message's pictures are stored with it (app/history/images.py)
+Think choice and its panel's system prompt and sampling (app/history/chat_settings.py) are stored in its settings; a user message's pictures are stored with it (app/history/images.py)
 and come back as thumbnails. Storage problems show in `label` (placed in
 the status bar) while the chats stay in memory. Branches, edits, deletes and
 scroll positions are app/history/branches.py's part.
@@ -28,9 +28,12 @@ from PySide6.QtWidgets import QLabel
 from app.bridge import ChatMessage, TurnFinished
 from app.chat.tab import ChatTab
 from app.history.branches import BranchKeeper
+from app.history.chat_settings import PANEL
 from app.history.client import HistoryClient
+from app.history.comparison import is_comparison
 from app.history.records import ChatSnapshot
 from app.history.restored_cards import INTERRUPTED_NOTE, show_stored_notes
+from app.history.tab_writer import TabWriter
 from app.history.worker import StartupReport
 
 
@@ -59,6 +62,7 @@ class HistoryUI(QObject):
     """Saves every tab's conversation as it happens and restores the open tabs at startup."""
 
     restored = Signal()  # the stored tabs are on screen (or there were none, or no history)
+    comparison_opened = Signal(object)  # the ChatSnapshot of a stored comparison: Compare shows it, not a tab
 
     def __init__(self, host: TabHost, path: str | Path | None = None, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -68,11 +72,10 @@ class HistoryUI(QObject):
         self.ready = False
         self.problem_text = ""
         self.report: StartupReport | None = None
-        self._ids: dict[str, list[str]] = {}  # chat id -> stored ids of the tab's messages
-        self._states: dict[str, str] = {}  # message id -> state it was restored with
-        self._answers: dict[str, str] = {}  # chat id -> id of the answer streaming now
-        self._regenerate_of: dict[str, str] = {}  # chat id -> answer dropped for Regenerate
         self._restoring = False
+        self.writer = TabWriter(self.client, self.tab, self.branches.refresh, lambda: self._restoring)
+        self._ids = self.writer.ids  # chat id -> stored ids of the tab's messages (the writer's, shared)
+        self._states: dict[str, str] = {}  # message id -> state it was restored with
         self._closed = False
         self.label = QLabel()
         self.label.setObjectName("historyProblem")
@@ -103,8 +106,8 @@ class HistoryUI(QObject):
         if report.recovered_from:
             self.show_problem(f"The history file was damaged; it was moved to {report.recovered_from} "
                               "and a fresh one was started.")
+        placeholders = [tab for tab in self.host.chat_tabs() if not tab.messages and not tab.answering]
         if report.tabs:
-            placeholders = [tab for tab in self.host.chat_tabs() if not tab.messages and not tab.answering]
             self._restoring = True
             try:
                 for snapshot in report.tabs:
@@ -115,6 +118,8 @@ class HistoryUI(QObject):
             finally:
                 self._restoring = False
         self._finish_startup()
+        if report.tabs and placeholders:  # the window's first empty tab, stored when it opened: not a chat
+            self.client.drop_empty_closed_chats()
 
     def _finish_startup(self) -> None:
         self.ready = True
@@ -130,6 +135,7 @@ class HistoryUI(QObject):
             self._restoring = restoring
         tab.title_from_user = not snapshot.chat.title_auto
         tab.set_think_settings(snapshot.chat.settings)
+        tab.panel.restore(snapshot.chat.settings.get(PANEL, {}))
         if snapshot.chat.settings.get("model_path"):
             tab.choose_model(snapshot.chat.settings["model_path"])  # the chat's own model, loaded if it is not
         self.render(tab, snapshot)
@@ -145,7 +151,7 @@ class HistoryUI(QObject):
         servers = {call: server for m in path if m.tool_calls and isinstance(m.timings.get("tool_servers"), dict)
                    for call, server in m.timings["tool_servers"].items() if isinstance(server, str)}
         tab.set_conversation([ChatMessage(m.role, m.text, m.reasoning, m.tool_calls, m.tool_call_id, m.tool_name,
-                                          m.images) for m in path],
+                                          m.images, m.dictation) for m in path],
                              {call: words[0] if words else "" for call, words in results.items()},
                              {call: "error" in words for call, words in results.items()}, servers)
         self._ids[tab.chat_id] = [m.id for m in path]
@@ -169,29 +175,21 @@ class HistoryUI(QObject):
 
     def on_chat_opened(self, tab: ChatTab) -> None:
         self._ids.setdefault(tab.chat_id, [])
-        tab.conversation_changed.connect(self._on_conversation_changed)
+        tab.conversation_changed.connect(self.writer.conversation_changed)
         self.branches.attach(tab)
-        tab.title_changed.connect(lambda title, tab=tab: self._on_title_changed(tab, title))
+        tab.title_changed.connect(lambda title, tab=tab: self.writer.title_changed(tab, title))
         tab.think_settings_changed.connect(self.client.update_chat_settings)
         tab.model_chosen.connect(lambda chat_id, path: self.client.update_chat_settings(chat_id, {"model_path": path}))
+        tab.panel.changed.connect(lambda tab=tab: self.writer.store_panel(tab))
         if self._restoring:
             return
         model, settings = self.host.chat_record()
-        if tab.model_path:
-            settings = {**settings, "model_path": tab.model_path}
-        self.client.create_chat(tab.title if tab.title_from_user else "", model, settings, tab.chat_id)
+        self.writer.create_chat(tab, model, settings)
         self.save_tabs()
-
-    def _on_title_changed(self, tab: ChatTab, title: str) -> None:
-        if tab.title_from_user and not self._restoring:
-            self.client.rename_chat(tab.chat_id, title)
 
     def store_conversation(self, tab: ChatTab) -> None:
         """A tab that starts with its messages (a Compare pane continued as a chat): each one is stored."""
-        ids = self._ids.setdefault(tab.chat_id, [])
-        for message in tab.messages[len(ids):]:
-            ids.append(self.client.add_message(tab.chat_id, message.role, message.content, parent_id=ids[-1] if ids else None,
-                                               images=message.images))
+        self.writer.store_conversation(tab)
 
     def on_chat_closed(self, chat_id: str) -> None:
         self.branches.save_scroll(chat_id)
@@ -206,66 +204,17 @@ class HistoryUI(QObject):
         """The stored ids of the messages the chat's tab shows (a throwaway list for a closed chat)."""
         return self._ids.get(chat_id, [])
 
-    def _on_conversation_changed(self, chat_id: str) -> None:
-        """Store the user messages the tab added; remember an answer it dropped for Regenerate."""
-        tab, ids = self.tab(chat_id), self._ids.get(chat_id)
-        if tab is None or ids is None:
-            return
-        while len(ids) > len(tab.messages):
-            self._regenerate_of[chat_id] = ids.pop()
-        for message in tab.messages[len(ids):]:
-            parent = ids[-1] if ids else None
-            if message.role == "user":
-                ids.append(self.client.add_message(chat_id, "user", message.content, parent_id=parent, images=message.images))
-            elif message.role == "tool" and tab.chat_tools is not None:
-                outcome = tab.chat_tools.outcomes.get(message.tool_call_id, "")
-                outcome += " error" if tab.chat_tools.errors.get(message.tool_call_id) else ""
-                ids.append(self.client.add_tool_message(chat_id, message.content, parent, message.tool_call_id,
-                                                        message.name, outcome))
-            else:
-                break  # answers are stored from the engine's events
-
     def on_turn_started(self, chat_id: str) -> None:
-        self._answer_id(chat_id)
-
-    def _answer_id(self, chat_id: str) -> str | None:
-        """The stored answer streaming for this chat, started on its first event."""
-        if chat_id in self._answers:
-            return self._answers[chat_id]
-        ids = self._ids.get(chat_id)
-        if ids is None:
-            return None
-        dropped = self._regenerate_of.pop(chat_id, None)
-        answer = self.client.regenerate(dropped) if dropped else self.client.start_answer(chat_id, ids[-1] if ids else None)
-        self._answers[chat_id] = answer
-        return answer
+        self.writer.turn_started(chat_id)
 
     def on_token(self, chat_id: str, text: str) -> None:
-        if (answer := self._answer_id(chat_id)) is not None:
-            self.client.append_streaming_text(answer, text)
+        self.writer.token(chat_id, text)
 
     def on_reasoning(self, chat_id: str, text: str) -> None:
-        """A reasoning model's thinking: stored with its answer as it streams, like the text."""
-        if (answer := self._answer_id(chat_id)) is not None:
-            self.client.append_streaming_reasoning(answer, text)
+        self.writer.reasoning(chat_id, text)
 
     def on_turn_finished(self, event: TurnFinished) -> None:
-        answer = self._answers.pop(event.chat_id, None)
-        if answer is None:
-            return
-        shown = (event.text or event.reasoning or event.tool_calls or self.client.streamed_text(answer)
-                 or self.client.streamed_reasoning(answer))
-        ids, tab = self._ids.get(event.chat_id), self.tab(event.chat_id)
-        if not shown:  # the tab shows no answer: keep none either
-            self.client.discard_answer(answer)
-        else:
-            servers = tab.chat_tools.servers if tab is not None and tab.chat_tools is not None else {}
-            self.client.finish_turn(answer, event, tab.last_reasoning_s if tab is not None else 0.0,
-                                    {call.id: servers[call.id] for call in event.tool_calls if servers.get(call.id)})
-            if ids is not None and tab is not None and len(ids) < len(tab.messages):
-                ids.append(answer)
-        if event.chat_id in self._ids:
-            self.branches.refresh(event.chat_id)  # a regenerated answer or an edit made a new alternative
+        self.writer.turn_finished(event)
 
     # ------------------------------------------------------------ the chat list, export, import
 
@@ -277,7 +226,9 @@ class HistoryUI(QObject):
         self.client.load_chat(chat_id, on_done=self._show_and_select, on_error=self.show_problem)
 
     def _show_and_select(self, snapshot: ChatSnapshot) -> None:
-        if not self.select(snapshot.chat.id):
+        if is_comparison(snapshot.chat.settings):
+            self.comparison_opened.emit(snapshot)  # save_tabs below closes the tab open_chat marked open
+        elif not self.select(snapshot.chat.id):
             self.show_snapshot(snapshot)
             self.select(snapshot.chat.id)
         self.save_tabs()
@@ -323,9 +274,7 @@ class HistoryUI(QObject):
         """Answers still streaming are stored as interrupted; then the history thread is joined."""
         if self._closed:
             return
-        for answer in self._answers.values():
-            self.client.finish_answer(answer, None, "interrupted", finish_reason="closed")
-        self._answers.clear()
+        self.writer.interrupt_all()
         self.branches.save_all_scrolls()
         self._closed = True
         self.client.close()
@@ -343,3 +292,4 @@ class HistoryUI(QObject):
         current = self.host.current_tab()
         return {"tabs": tabs, "current": current.chat_id if current else None, "problem": self.problem_text,
                 "interrupted": self.report.interrupted_messages if self.report else 0}
+

@@ -25,6 +25,8 @@ from typing import Any
 TIMER_MS = 16
 SWITCH_TAB_MS = 1000
 IDLE_MS = 2000  # the same timer with nothing streaming first: what the machine alone costs
+LONG_CHAT_MESSAGES = 5000  # the chat opened from the history and scrolled through (app/misc/gui_long_chat.py)
+SCROLL_TICKS = 300  # ~5 s of scrolling up
 
 
 def answer_text(tokens: int, seed: int = 0) -> list[str]:
@@ -109,10 +111,12 @@ def stream(bridge: Any, chat_ids: list[str], tokens: int, rate: float, done: Any
     done.emit()
 
 
-def run(tabs: int, tokens: int, rate: float, messages: int, switch_ms: int = SWITCH_TAB_MS) -> dict[str, Any]:
+def run(tabs: int, tokens: int, rate: float, messages: int, switch_ms: int = SWITCH_TAB_MS,
+        long_messages: int = LONG_CHAT_MESSAGES, scroll_ticks: int = SCROLL_TICKS) -> dict[str, Any]:
     from PySide6.QtCore import QEventLoop, QObject, QTimer, Signal
     from PySide6.QtWidgets import QApplication
 
+    from app.misc.gui_long_chat import measure_long_chat, write_long_chat
     from app.misc.scripted_bridge import ScriptedBridge, model_info
     from app.window.mainwindow import MainWindow
 
@@ -120,6 +124,7 @@ def run(tabs: int, tokens: int, rate: float, messages: int, switch_ms: int = SWI
         finished = Signal()
 
     application = QApplication.instance() or QApplication(sys.argv[:1])
+    long_chat_id = write_long_chat(long_chat(long_messages))  # into the history the window opens
     bridge = ScriptedBridge()
     window = MainWindow(bridge, model_path="/models/probe.gguf")  # type: ignore[arg-type]
     window.resize(1200, 800)
@@ -153,6 +158,7 @@ def run(tabs: int, tokens: int, rate: float, messages: int, switch_ms: int = SWI
     engine.join()
     application.processEvents()
     open_s = _open_long_chat(window, application, messages)
+    from_history = _long_chat_figures(measure_long_chat(window, application, long_chat_id, scroll_ticks), long_messages)
     window.close()
     late = probe.lateness_ms
     return {"tabs": tabs, "tokens_per_tab": tokens, "steps_per_s": rate, "switch_tab_ms": switch_ms,
@@ -161,7 +167,7 @@ def run(tabs: int, tokens: int, rate: float, messages: int, switch_ms: int = SWI
             "lateness_p99_ms": round(percentile(late, 0.99), 2), "lateness_max_ms": round(max(late, default=0.0), 2),
             "lateness_mean_ms": round(statistics.fmean(late), 2) if late else 0.0,
             "idle_lateness_p50_ms": round(percentile(idle, 0.5), 2), "idle_lateness_p99_ms": round(percentile(idle, 0.99), 2),
-            "open_messages": messages, "open_chat_s": round(open_s, 3)}
+            "open_messages": messages, "open_chat_s": round(open_s, 3), **from_history}
 
 
 def _idle_lateness(application: Any) -> list[float]:
@@ -174,6 +180,15 @@ def _idle_lateness(application: Any) -> list[float]:
     loop.exec()
     probe.stop()
     return probe.lateness_ms
+
+
+def _long_chat_figures(measured: dict[str, Any], messages: int) -> dict[str, Any]:
+    late = measured["lateness_ms"]
+    return {"long_chat_messages": messages, "long_chat_open_ms": round(measured["open_s"] * 1000, 1),
+            "long_chat_cards_at_open": measured["cards_at_open"], "scroll_ticks": len(late),
+            "scroll_p50_late_ms": round(percentile(late, 0.5), 2), "scroll_p99_late_ms": round(percentile(late, 0.99), 2),
+            "scroll_max_late_ms": round(max(late, default=0.0), 2), "scroll_cards_made": measured["cards_made"],
+            "scroll_most_laid_out": measured["most_laid_out"]}
 
 
 def _open_long_chat(window: Any, application: Any, messages: int) -> float:
@@ -191,11 +206,17 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--tokens", type=int, default=2000, help="tokens of each answer (default 2000)")
     parser.add_argument("--rate", type=float, default=60.0, help="tokens a second into each tab (default 60)")
     parser.add_argument("--messages", type=int, default=500, help="messages of the chat opened at the end (default 500)")
+    parser.add_argument("--long-messages", type=int, default=LONG_CHAT_MESSAGES,
+                        help=f"messages of the chat opened from the history and scrolled (default {LONG_CHAT_MESSAGES})")
+    parser.add_argument("--scroll-ticks", type=int, default=SCROLL_TICKS,
+                        help=f"16 ms ticks of scrolling up through it (default {SCROLL_TICKS})")
     parser.add_argument("--switch-ms", type=int, default=SWITCH_TAB_MS,
                         help=f"change the current tab this often; 0: never (default {SWITCH_TAB_MS})")
     args = parser.parse_args(argv)
-    if args.tabs < 1 or args.tokens < 1 or args.rate <= 0 or args.messages < 2:
-        parser.error("--tabs, --tokens, --rate must be positive and --messages at least 2")
+    if args.tabs < 1 or args.tokens < 1 or args.rate <= 0 or args.messages < 2 or args.long_messages < 2:
+        parser.error("--tabs, --tokens, --rate must be positive and --messages, --long-messages at least 2")
+    if args.scroll_ticks < 1:
+        parser.error("--scroll-ticks must be positive")
     return args
 
 
@@ -205,7 +226,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="hearth-probe-") as folder:
         os.environ["HEARTH_CONFIG_DIR"] = os.path.join(folder, "config")  # never the user's settings or chats
         os.environ["HEARTH_DATA_DIR"] = os.path.join(folder, "data")
-        result = run(args.tabs, args.tokens, args.rate, args.messages, args.switch_ms)
+        result = run(args.tabs, args.tokens, args.rate, args.messages, args.switch_ms, args.long_messages,
+                     args.scroll_ticks)
     print(json.dumps(result))
     return 0
 

@@ -53,6 +53,7 @@ class ScriptedBridge(QObject):
         self.submitted: list[tuple[str, tuple[ChatMessage, ...], SamplingParams]] = []
         self.template_options: list[tuple[tuple[str, str], ...]] = []  # each submit's, in the same order
         self.tools: list[tuple[ToolSpec, ...]] = []  # each submit's tools, in the same order
+        self.tool_choices: list[str] = []  # each submit's tool_choice, in the same order
         self.cancelled: list[str] = []
         self.closed: list[str] = []
         # Several models: what was asked of the engine, and what it holds now.
@@ -99,6 +100,7 @@ class ScriptedBridge(QObject):
         self.models.append(self.chat_models.get(chat_id, ""))
         self.template_options.append(tuple(template_options))
         self.tools.append(tuple(tools))
+        self.tool_choices.append(tool_choice)
 
     def cancel(self, chat_id: str) -> None:
         self.cancelled.append(chat_id)

@@ -6,35 +6,37 @@ parallel chats, the recommended one starred, and why in one line. Download
 shows bytes, speed and time left; Cancel keeps what arrived for the next try;
 when the file is verified, "Use this model" hands its path to the window.
 The dialog never waits on the network: every request runs on a thread.
+The search half (query, boxes, results list) is app/models/repo_search.py; this
+module opens the chosen repo, shows its files' verdicts and runs the download.
 """
 
 from __future__ import annotations
 
 import dataclasses
 
-from PySide6.QtCore import Qt, Signal, Slot
+from PySide6.QtCore import Signal, Slot
 from PySide6.QtGui import QCloseEvent
-from PySide6.QtWidgets import (QComboBox, QDialog, QHBoxLayout, QLabel, QLineEdit, QListWidget, QListWidgetItem,
-                               QProgressBar, QPushButton, QSplitter, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QDialog, QHBoxLayout, QLabel, QLineEdit, QProgressBar, QPushButton, QSplitter,
+                               QVBoxLayout, QWidget)
 
 from app.models.downloads import DownloadManager, Downloaded, progress_text
+from app.models.draft_offer import DraftOffer
 from app.models.files_table import FilesTable
+from app.models.projector_pick import ProjectorPick, kept_projector
+from app.models.repo_search import ERROR_STYLE, RepoSearch
 from app.models.worker import HubWorker
 from engine.hub.fit import RepoView
 from engine.hub.progress import DownloadProgress
-from engine.hub.search import RepoSummary
 from engine.hub.settings import HubSettings
 from engine.protocol import ModelConfig
 from engine.units import format_bytes
 
-FORMATS = (("GGUF (llama.cpp)", "gguf"), ("safetensors (transformers)", "safetensors"))
-SORTS = (("Most downloaded", "downloads"), ("Most liked", "likes"), ("Recently updated", "last_modified"))
-REPO_ROLE = Qt.ItemDataRole.UserRole
-ERROR_STYLE = "color: #c62828;"
-
 
 class GetModelsDialog(QDialog):
     model_chosen = Signal(str, str, str)  # path, backend ("llamacpp" / "hf"), quantization ("none", "int8", "nf4")
+    draft_chosen = Signal(str, str)  # the model's path, its draft model's: emitted just before model_chosen
+    projector_chosen = Signal(str, str)  # the model's path, its vision projector's where one was picked: likewise
+    voice_models_requested = Signal()  # Voice models…: the speech models and voices (app/models/voice_dialog.py)
 
     def __init__(self, downloads: DownloadManager, config: ModelConfig, parent: QWidget | None = None,
                  worker: HubWorker | None = None) -> None:
@@ -50,29 +52,26 @@ class GetModelsDialog(QDialog):
         self._connect()
         if downloads.active:
             self._show_download_running()
-        self.search()  # at once: the most downloaded models, or the sentence saying the Hub cannot be reached
+        self.search()  # at once: the most downloaded models, or the sentence that the Hub cannot be reached
 
     # ------------------------------------------------------------ building
 
     def _build(self) -> None:
-        self.query = QLineEdit(placeholderText="Search the Hugging Face Hub, or paste a repo id or URL")
-        self.format_box, self.sort_box = QComboBox(), QComboBox()
-        for label, value in FORMATS:
-            self.format_box.addItem(label, value)
-        for label, value in SORTS:
-            self.sort_box.addItem(label, value)
-        self.search_button = QPushButton("Search")
-        top = QHBoxLayout()
-        for widget, stretch in ((self.query, 1), (self.format_box, 0), (self.sort_box, 0), (self.search_button, 0)):
-            top.addWidget(widget, stretch)
-        self.status = QLabel(wordWrap=True)
-        self.results = QListWidget()
+        self.token = QLineEdit(placeholderText="Hugging Face token: only for gated or private models (or set HF_TOKEN)")
+        self.token.setEchoMode(QLineEdit.EchoMode.Password)
+        self.repo_search = RepoSearch(self.worker, self.token.text, self)
+        search = self.repo_search
+        self.query, self.results, self.status = search.query, search.results, search.status  # the tests' handles
+        self.voice_button = QPushButton("Voice models…")
+        self.voice_button.setToolTip("Speech-to-text models and Piper voices, with sizes")
+        self.voice_button.clicked.connect(self.voice_models_requested)
+        self.repo_search.bar.addWidget(self.voice_button)
         splitter = QSplitter()
         splitter.addWidget(self.results)
         splitter.addWidget(self._build_repo_panel())
         splitter.setSizes([380, 660])
         layout = QVBoxLayout(self)
-        layout.addLayout(top)
+        layout.addLayout(self.repo_search.bar)
         layout.addWidget(self.status)
         layout.addWidget(splitter, 1)
 
@@ -81,9 +80,9 @@ class GetModelsDialog(QDialog):
         self.repo_title = QLabel("Choose a model on the left.", wordWrap=True, openExternalLinks=True)
         self.memory_label = QLabel(wordWrap=True)
         self.files = FilesTable()
+        self.projector_pick = ProjectorPick()  # where the model's folder has several mmproj files
         self.why = QLabel(wordWrap=True)
-        self.token = QLineEdit(placeholderText="Hugging Face token: only for gated or private models (or set HF_TOKEN)")
-        self.token.setEchoMode(QLineEdit.EchoMode.Password)
+        self.draft_offer = DraftOffer(self.files.selected_choice)
         self.download_button = QPushButton("Download")
         self.cancel_button = QPushButton("Cancel download")
         self.use_button = QPushButton("Use this model")
@@ -97,7 +96,9 @@ class GetModelsDialog(QDialog):
         layout.addWidget(self.repo_title)
         layout.addWidget(self.memory_label)
         layout.addWidget(self.files, 1)
+        layout.addWidget(self.projector_pick)
         layout.addWidget(self.why)
+        layout.addWidget(self.draft_offer)
         layout.addWidget(self.token)
         layout.addLayout(buttons)
         layout.addWidget(self.progress)
@@ -106,54 +107,27 @@ class GetModelsDialog(QDialog):
         return panel
 
     def _connect(self) -> None:
-        self.query.returnPressed.connect(self.search)
+        self.repo_search.repo_chosen.connect(self._on_repo_chosen)
         self.token.editingFinished.connect(self._on_token_entered)
-        self.search_button.clicked.connect(self.search)
-        self.sort_box.currentIndexChanged.connect(self.search)
-        self.format_box.currentIndexChanged.connect(self.search)
-        self.results.currentItemChanged.connect(self._on_result_chosen)
         self.files.itemSelectionChanged.connect(self._on_file_chosen)
+        self.projector_pick.changed.connect(self._on_file_chosen)
         self.download_button.clicked.connect(self.download)
         self.cancel_button.clicked.connect(self.downloads.cancel)
         self.use_button.clicked.connect(self.use)
-        self.worker.searched.connect(self._on_searched)
         self.worker.repo_opened.connect(self._on_repo_opened)
         self.worker.failed.connect(self._on_failed)
         self.downloads.progressed.connect(self._on_progress)
         self.downloads.finished.connect(self._on_downloaded)
         self.downloads.failed.connect(self._on_download_failed)
 
-    # ------------------------------------------------------------ searching
-
     def search(self) -> None:
-        settings = HubSettings.from_env()
-        if settings.offline:  # said at once, without a thread or a request
-            self._say(f"Offline mode is on (HF_HUB_OFFLINE), so the Hub is not searched. Your downloaded models "
-                      "are in Model > Settings.", error=True)
-            return
-        self._say("Searching…")
-        self.worker.search(self.query.text(), self.format_box.currentData(), self.sort_box.currentData(),
-                           self.token.text())
+        """Search again with what the bar holds (app/models/repo_search.py)."""
+        self.repo_search.search()
 
-    @Slot(object)
-    def _on_searched(self, results: list[RepoSummary]) -> None:
-        self.results.clear()
-        for result in results:
-            when = f" · updated {result.last_modified:%Y-%m-%d}" if result.last_modified else ""
-            item = QListWidgetItem(f"{result.repo_id}{' (gated)' if result.gated else ''}\n"
-                                   f"{result.downloads:,} downloads · {result.likes:,} likes{when}")
-            item.setData(REPO_ROLE, result.repo_id)
-            self.results.addItem(item)
-        self._say(f"{len(results)} model{'s' if len(results) != 1 else ''} found." if results else
-                  "No text-generation models found; try other words, or the other format.")
-        if len(results) == 1:
-            self.results.setCurrentRow(0)  # a pasted repo: open it at once
+    # ------------------------------------------------------------ the chosen repo
 
-    @Slot(object, object)
-    def _on_result_chosen(self, current: QListWidgetItem | None, previous: object = None) -> None:
-        if current is None:
-            return
-        repo_id = current.data(REPO_ROLE)
+    @Slot(str)
+    def _on_repo_chosen(self, repo_id: str) -> None:
         self.repo_title.setText(f"<b>{repo_id}</b>: reading its files…")
         self.worker.open_repo(repo_id, self.config, self.token.text())
 
@@ -177,14 +151,13 @@ class GetModelsDialog(QDialog):
             self.why.setStyleSheet(ERROR_STYLE)
         self.files.show_answer(answer)
         self._on_file_chosen()
+        self.draft_offer.look(answer, self.config, self.token.text())
 
     @Slot(str, str, str)
     def _on_failed(self, what: str, message: str, kind: str) -> None:
-        if what == "repo":
+        if what == "repo":  # a search's failure is the search's to show (app/models/repo_search.py)
             self.repo_title.setText(message)
             self.repo_title.setStyleSheet(ERROR_STYLE)
-        else:
-            self._say(message, error=True)
 
     @Slot()
     def _on_token_entered(self) -> None:
@@ -192,15 +165,19 @@ class GetModelsDialog(QDialog):
         if self.answer is not None and self.answer.report is None and self.token.text().strip():
             self.worker.open_repo(self.answer.listing.repo_id, self.config, self.token.text())
 
-    def _say(self, message: str, error: bool = False) -> None:
-        self.status.setText(message)
-        self.status.setStyleSheet(ERROR_STYLE if error else "")
-
     # ------------------------------------------------------------ downloading
 
     @Slot()
     def _on_file_chosen(self) -> None:
         choice = self.files.selected_choice()
+        self.draft_offer.show_for(choice)
+        self.projector_pick.show_for(choice, self.answer.listing.files if self.answer else ())
+        picked = self.projector_pick.applied(choice) if choice is not None else None
+        if picked is not choice and picked is not None and self.answer is not None and self.answer.report:
+            fit = self.answer.report.refit(picked, self.config)  # the row's verdict counts the picked projector
+            if fit is not None:
+                self.files.show_fit(picked, fit)
+        choice = picked
         if self.downloads.active or choice is None or self.answer is None:
             self.download_button.setEnabled(False)
             return
@@ -212,6 +189,7 @@ class GetModelsDialog(QDialog):
         choice = self.files.selected_choice()
         if self.answer is None or choice is None:
             return
+        choice = self.projector_pick.applied(choice)
         if self.downloads.start(self.answer.listing, choice, self.token.text()):
             self.downloaded = None
             self._show_download_running()
@@ -234,6 +212,12 @@ class GetModelsDialog(QDialog):
 
     @Slot(object)
     def _on_downloaded(self, result: Downloaded) -> None:
+        if self.draft_offer.takes(result):
+            self._idle()
+            self.progress_label.setText(f"The draft model {result.repo_id} · {result.choice.label} is downloaded and "
+                                        "verified too.")
+            self.use_button.setVisible(self.downloaded is not None)
+            return
         self.downloaded = result
         if self.answer is not None and self.answer.listing.repo_id == result.repo_id:
             local = {**self.answer.local, result.choice.key: result.path}
@@ -247,10 +231,14 @@ class GetModelsDialog(QDialog):
                                     f"It is in the Hugging Face cache: {result.path}")
         self.use_button.show()
         self.use_button.setFocus()
+        if self.draft_offer.start_after(self.downloads, self.token.text()):
+            self._show_download_running()
 
     @Slot(str, str)
     def _on_download_failed(self, message: str, kind: str) -> None:
         self._idle()
+        if self.draft_offer.download_failed() and self.downloaded is not None:
+            self.use_button.show()  # the model is here: it can be used without its draft model
         self.progress_label.setText(message)
         self.progress_label.setStyleSheet("" if kind == "cancelled" else ERROR_STYLE)
         if kind == "gated":
@@ -267,13 +255,19 @@ class GetModelsDialog(QDialog):
         if self.downloaded is None:
             return
         quantization = self.downloaded.choice.quant if self.downloaded.choice.kind == "hf" else "none"
+        if self.draft_offer.chosen_path() and self.downloaded.backend == "llamacpp":
+            self.draft_chosen.emit(self.downloaded.path, self.draft_offer.chosen_path())
+        if kept := kept_projector(self.downloaded.path, self.downloaded.choice):
+            self.projector_chosen.emit(self.downloaded.path, kept)
         self.model_chosen.emit(self.downloaded.path, self.downloaded.backend, quantization)
         self.accept()
 
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt's name
         self.worker.wait()  # a download goes on (the status bar shows it); searches end with the dialog
+        self.draft_offer.wait()
         super().closeEvent(event)
 
     def done(self, result: int) -> None:
         self.worker.wait()
+        self.draft_offer.wait()
         super().done(result)

@@ -1,4 +1,5 @@
-"""A repo's models as a table: file, quantization, size, memory needed, and whether it fits here.
+"""A repo's models as a table: file, quantization, size, memory needed (once loaded, up to every chat full),
+and whether it fits here.
 
 The recommended row is starred and bold; a verdict's colour is the settings
 dialog's (fits green, tight amber, does not fit red), and its tooltip is the same
@@ -13,7 +14,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QBrush, QColor, QFont
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableWidget, QTableWidgetItem, QWidget
 
-from engine.hub.fit import RepoView
+from engine.hub.fit import Fit, RepoView
 from engine.hub.listing import ModelChoice
 from engine.units import format_bytes
 
@@ -21,6 +22,12 @@ VERDICT_COLORS = {"fits": "#2e7d32", "tight": "#b26a00", "does not fit": "#c6282
 RECOMMENDED_BACKGROUND = QColor(46, 125, 50, 40)
 COLUMNS = ("", "Model", "Quantization", "Download", "Needs", "Fits here")
 KEY_ROLE = Qt.ItemDataRole.UserRole
+
+
+def needs_text(fit: Fit) -> str:
+    """The Needs column: "1.6 GiB, up to 1.9 GiB" (once loaded, then with every chat full; the tooltip says so)."""
+    full, after_load = format_bytes(fit.need_bytes), format_bytes(fit.after_load_bytes or fit.need_bytes)
+    return full if full == after_load else f"{after_load}, up to {full}"
 
 
 class FilesTable(QTableWidget):
@@ -46,7 +53,7 @@ class FilesTable(QTableWidget):
             fit = answer.report.fit(choice.key) if answer.report else None
             cells = ["★" if choice == recommended else "", choice.label, answer.quantization(choice) or "?",
                      "downloaded" if choice.key in answer.local else format_bytes(choice.download_bytes),
-                     format_bytes(fit.need_bytes) if fit else "?", fit.level if fit else "?"]
+                     needs_text(fit) if fit else "?", fit.level if fit else "?"]
             said = " ".join(part for part in (fit.message, fit.suggestion) if part) if fit else ""
             for column, text in enumerate(cells):
                 item = QTableWidgetItem(text)
@@ -61,6 +68,20 @@ class FilesTable(QTableWidget):
             self.select(recommended.key)
         elif self.rowCount():
             self.selectRow(0)
+
+    def show_fit(self, choice: ModelChoice, fit: Fit) -> None:
+        """`choice`'s row as changed (another projector picked): its download, its needs and its verdict."""
+        for row in range(self.rowCount()):
+            if self.cell(row, 0).data(KEY_ROLE) == choice.key:
+                said = " ".join(part for part in (fit.message, fit.suggestion) if part)
+                if self.cell(row, 3).text() != "downloaded":
+                    self.cell(row, 3).setText(format_bytes(choice.download_bytes))
+                self.cell(row, 4).setText(needs_text(fit))
+                self.cell(row, 5).setText(fit.level)
+                self.cell(row, 5).setForeground(QBrush(QColor(VERDICT_COLORS[fit.level])))
+                self.cell(row, 1).setToolTip(f"{_projector_note(choice)}{said}")
+                for column in (0, 2, 3, 4, 5):
+                    self.cell(row, column).setToolTip(said)
 
     def _highlight(self, row: int) -> None:
         for column in range(self.columnCount()):

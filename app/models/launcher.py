@@ -3,7 +3,8 @@
 The window places `indicator` in its status bar, calls `open()` from the menu
 (and from Settings), and hears `model_config_chosen` when a verified download is
 to be loaded: "Use this model" makes it the settings' model first. The manager
-outlives the dialog, so a download goes on when the dialog closes.
+outlives the dialog, so a download goes on when the dialog closes. Its Voice models… button opens Get
+voice models, whose Use makes the chosen model Settings > Voice's speech model or voice.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from PySide6.QtWidgets import QWidget
 from app.models.dialog import GetModelsDialog
 from app.models.downloads import DownloadManager, Downloaded
 from app.models.indicator import DownloadIndicator
+from app.models.voice_dialog import VoiceModelsDialog
 from app.settings.store import Settings, model_config
 from engine.protocol import ModelConfig
 
@@ -29,6 +31,7 @@ class GetModels(QObject):
         self.downloads = DownloadManager(self)
         self.indicator = DownloadIndicator(self.downloads)
         self.dialog: GetModelsDialog | None = None
+        self.voice_dialog: VoiceModelsDialog | None = None  # the last one opened
         self._config = ModelConfig(path="")
         self.indicator.clicked.connect(lambda: self.open(self._config))
         self.downloads.finished.connect(self.downloaded.emit)
@@ -42,7 +45,10 @@ class GetModels(QObject):
             return self.dialog
         dialog = GetModelsDialog(self.downloads, config, self.window)
         dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.draft_chosen.connect(self._on_draft_chosen)
+        dialog.projector_chosen.connect(self._on_projector_chosen)
         dialog.model_chosen.connect(self._on_model_chosen)
+        dialog.voice_models_requested.connect(self.open_voice_models)
         dialog.finished.connect(self._on_dialog_finished)
         self.dialog = dialog
         dialog.show()
@@ -55,6 +61,27 @@ class GetModels(QObject):
         self.settings.add_recent(path)
         self.settings.save()
         self.model_config_chosen.emit(model_config(self.settings))
+
+    def open_voice_models(self) -> VoiceModelsDialog:
+        """Get voice models; Use makes the chosen one the speech model or the voice of Settings > Voice."""
+        dialog = VoiceModelsDialog(self.dialog or self.window)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.chosen.connect(self._on_voice_model_chosen)
+        dialog.show()
+        self.voice_dialog = dialog
+        return dialog
+
+    def _on_voice_model_chosen(self, kind: str, path: str) -> None:
+        self.settings.set("voice.stt_model" if kind == "speech to text" else "voice.tts_voice", path)
+        self.settings.save()
+
+    def _on_draft_chosen(self, model_path: str, draft_path: str) -> None:
+        """Downloaded with the model: its draft model from now on, as if chosen in Settings > Draft model."""
+        self.settings.set("model.draft_models", {**self.settings.get("model.draft_models"), model_path: draft_path})
+
+    def _on_projector_chosen(self, model_path: str, projector_path: str) -> None:
+        """Picked in Get models: its vision projector from now on, as if chosen in Settings > Vision projector."""
+        self.settings.set("model.projectors", {**self.settings.get("model.projectors"), model_path: projector_path})
 
     def _on_dialog_finished(self, _result: int) -> None:
         self.dialog = None

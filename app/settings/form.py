@@ -3,18 +3,20 @@
 SettingsForm owns the option widgets, reads them from and writes them to
 Settings (the model's path aside: that is the model list's), and disables the
 choices this machine cannot run, with the reason as tooltip. `changed` fires for
-any option the memory estimate depends on.
+any option the memory estimate depends on. Its groups (`backend_group`, `remote`,
+`device_group`, `sampling_group`) are laid out by the dialog, on its pages.
 """
 
 from __future__ import annotations
 
 import os
 
-from PySide6.QtCore import Signal
+from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QFormLayout, QGroupBox, QLabel, QPlainTextEdit, QSpinBox,
-                               QVBoxLayout, QWidget)
+                               QWidget)
 
 from app.settings.capabilities import Capabilities
+from app.settings.draft_model_row import DraftModelRow
 from app.settings.projector_row import ProjectorRow
 from app.settings.remote_section import RemoteSection
 from app.settings.store import Settings
@@ -25,18 +27,16 @@ from engine.catalog.devices import DeviceMemory
 QUANTIZED_KV_REASON = "A quantized KV cache needs flash attention: set flash attention to auto or on."
 
 
-class SettingsForm(QWidget):
+class SettingsForm(QObject):
     changed = Signal()
 
-    def __init__(self, capabilities: Capabilities, ram: DeviceMemory, parent: QWidget | None = None) -> None:
+    def __init__(self, capabilities: Capabilities, ram: DeviceMemory, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.capabilities, self.ram = capabilities, ram
-        column = QVBoxLayout(self)
-        column.setContentsMargins(0, 0, 0, 0)
         self.remote = RemoteSection()
         self.device_group = self._build_device_group()
-        for group in (self._build_backend_group(), self.remote, self.device_group, self._build_sampling_group()):
-            column.addWidget(group)
+        self.backend_group = self._build_backend_group()
+        self.sampling_group = self._build_sampling_group()
         self.backend_combo.currentIndexChanged.connect(self._on_backend_changed)
         for box in (self.gpu_layers_spin, self.threads_spin, self.context_spin, self.slots_spin):
             box.valueChanged.connect(self.changed)
@@ -44,6 +44,7 @@ class SettingsForm(QWidget):
             choice.currentIndexChanged.connect(self.changed)
         self.double_quant_check.toggled.connect(self.changed)
         self.projector_row.changed.connect(self.changed)
+        self.draft_model_row.changed.connect(self.changed)
 
     # ------------------------------------------------------------ building
 
@@ -100,15 +101,18 @@ class SettingsForm(QWidget):
         self.repeat_penalty_spin = double_spin(0.5, 2.0, 0.05)
         self.max_new_tokens_spin = spin(1, 1 << 20)
         self.seed_spin = spin(-1, 2**31 - 1, special="random")
-        self.speculative_combo = combo([("auto (prompt lookup)", "auto"), ("off", "off")])
-        self.speculative_combo.setToolTip("Guess the next tokens from the conversation and check them in the same "
-                                          "pass: the same answer, sooner where it repeats the conversation.")
+        self.speculative_combo = combo([("auto (prompt lookup, draft model)", "auto"), ("off", "off")])
+        self.speculative_combo.setToolTip("Guess the next tokens from the conversation (or with the draft model) and "
+                                          "check them in the same pass: the same answer, sooner where guesses hold.")
+        self.draft_model_row = DraftModelRow()
         self.system_prompt_edit = QPlainTextEdit()
         self.system_prompt_edit.setMaximumHeight(70)
-        _rows(group, (("Temperature", self.temperature_spin), ("Top-k", self.top_k_spin), ("Top-p", self.top_p_spin),
-                      ("Min-p", self.min_p_spin), ("Repeat penalty", self.repeat_penalty_spin),
-                      ("Max new tokens", self.max_new_tokens_spin), ("Seed", self.seed_spin),
-                      ("Speculative decoding", self.speculative_combo), ("System prompt", self.system_prompt_edit)))
+        self.sampling_form = _rows(group, (
+            ("Temperature", self.temperature_spin), ("Top-k", self.top_k_spin), ("Top-p", self.top_p_spin),
+            ("Min-p", self.min_p_spin), ("Repeat penalty", self.repeat_penalty_spin),
+            ("Max new tokens", self.max_new_tokens_spin), ("Seed", self.seed_spin),
+            ("Speculative decoding", self.speculative_combo), ("Draft model", self.draft_model_row),
+            ("System prompt", self.system_prompt_edit)))
         return group
 
     def _device_choices(self) -> list[tuple[str, str]]:
@@ -137,6 +141,7 @@ class SettingsForm(QWidget):
             self.context_spin.setMaximum(model.trained_context_length)  # clamps the value too
         self.gpu_layers_spin.setMaximum(model.layers or 999)
         self.projector_row.set_model(model.path if model.kind == "gguf" else "")
+        self.draft_model_row.set_model(model.path)  # what drafts for it follows the backend (set_backend)
         select(self.backend_combo, model.default_backend)
 
     @property
@@ -153,6 +158,8 @@ class SettingsForm(QWidget):
         self.device_group.setVisible(not remote)  # the server's machine decides all of that
         self.device_form.setRowVisible(self.gpu_layers_spin, gguf)
         self.device_form.setRowVisible(self.prompt_copy_combo, gguf)
+        self.sampling_form.setRowVisible(self.draft_model_row, gguf or hf)
+        self.draft_model_row.set_backend("hf" if hf else "llamacpp")
 
     def update_availability(self, model: ModelDescription | None) -> None:
         caps = self.capabilities
@@ -211,6 +218,7 @@ class SettingsForm(QWidget):
             box.setValue(settings.get(key))
         self.system_prompt_edit.setPlainText(settings.get("chat.system_prompt"))
         self.projector_row.load(settings)
+        self.draft_model_row.load(settings)
         self.remote.load(settings)
 
     def finish_load(self, settings: Settings) -> None:
@@ -244,6 +252,7 @@ class SettingsForm(QWidget):
             target.set(key, box.value())
         target.set("chat.system_prompt", self.system_prompt_edit.toPlainText())
         self.projector_row.collect(target)
+        self.draft_model_row.collect(target)
         self.remote.collect(target)
 
 

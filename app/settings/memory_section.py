@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from PySide6.QtWidgets import QGroupBox, QLabel, QVBoxLayout, QWidget
 
-from app.status.memory_bar import KV_COLOR, OTHER_COLOR, PROMPT_COPY_COLOR, WEIGHTS_COLOR, BarPart, MemoryBar
+from app.status.memory_bar import (DRAFT_MODEL_COLOR, EMBEDDING_COLOR, KV_COLOR, OTHER_COLOR, PROMPT_COPY_COLOR,
+                                  WEIGHTS_COLOR, BarPart, MemoryBar)
 from engine.catalog.devices import DeviceMemory
 from engine.catalog.memory import Estimate, Verdict, verdict
 from engine.units import format_bytes
@@ -26,10 +27,12 @@ class MemorySection(QGroupBox):
         layout = QVBoxLayout(self)
         for widget in (self.bar, self.breakdown_label, self.verdict_label, self.suggestion_label):
             layout.addWidget(widget)
+        self.suggestion_label.hide()
 
     def clear(self) -> None:
         for label in (self.breakdown_label, self.verdict_label, self.suggestion_label):
             label.clear()
+        self.suggestion_label.hide()
         self.bar.set_parts([], 1)
         self.bar.setToolTip("")
 
@@ -42,6 +45,10 @@ class MemorySection(QGroupBox):
                  BarPart("overhead", result.overhead_bytes, OTHER_COLOR)]
         if result.prompt_copy_bytes:
             parts.append(BarPart("F32 copy for prompts", result.prompt_copy_bytes, PROMPT_COPY_COLOR))
+        if result.draft_model_bytes:  # Speculative decoding's draft model, loaded beside it
+            parts.append(BarPart("draft model", result.draft_model_bytes, DRAFT_MODEL_COLOR))
+        if result.embedding_bytes:  # Settings > Documents' model, loaded beside the chat model
+            parts.append(BarPart("embedding model", result.embedding_bytes, EMBEDDING_COLOR))
         shown = [BarPart(part.name, int(part.size * share), part.color) for part in parts]
         scale = int(max(sum(part.size for part in shown), memory.free_bytes) * HEADROOM)
         self.bar.set_parts(shown, scale, memory.free_bytes)
@@ -57,4 +64,5 @@ class MemorySection(QGroupBox):
         self.verdict_label.setText(f"<b style='color:{VERDICT_COLORS[judged.level]}'>{judged.level.capitalize()}.</b> "
                                    f"{judged.message}")
         self.suggestion_label.setText(judged.suggestion)
+        self.suggestion_label.setVisible(bool(judged.suggestion))  # no blank line under a model that fits
         return judged

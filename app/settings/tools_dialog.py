@@ -1,5 +1,6 @@
-"""Settings, Tools: the MCP servers of mcp.json, each on/off with its command line, their tools on/off,
-the tools always allowed (revocable), Import… another app's mcp.json, and Edit mcp.json.
+"""Settings, Tools: Hearth's built-in tools on/off (app/settings/builtin_tools_box.py), the MCP servers of
+mcp.json, each on/off with its command line, their tools on/off, the tools always allowed (revocable),
+Import… another app's mcp.json, and Edit mcp.json.
 
 A server is listed with exactly what will run on this computer, with the user's rights. Its tools
 show once it has been started (here with "List tools", or by a chat that needs them); a server that
@@ -29,6 +30,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.settings.builtin_tools_box import BuiltinToolsBox
+from app.settings.memory_notes_dialog import MemoryNotesDialog
 from app.tools.service import ToolService, tool_key
 from engine.tools.config import McpConfigError, merge_text, read_text
 from engine.tools.manager import ServerTools
@@ -42,8 +45,8 @@ class ToolsDialog(QDialog):
 
     def __init__(self, service: ToolService, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.setWindowTitle("Tools (MCP servers)")
-        self.resize(720, 520)
+        self.setWindowTitle("Tools")
+        self.resize(720, 640)
         self.service = service
         self.problem = QLabel()
         self.problem.setProperty("role", "error")
@@ -74,6 +77,8 @@ class ToolsDialog(QDialog):
         self.refresh()
 
     def _build(self) -> None:
+        self.builtin = BuiltinToolsBox(self.service.builtin)
+        self.builtin.notes_requested.connect(self._on_notes)
         row = QHBoxLayout()
         for button in (self.import_button, self.edit_button, self.list_button):
             row.addWidget(button)
@@ -85,7 +90,8 @@ class ToolsDialog(QDialog):
         allowed_row.addWidget(self.allowed, 1)
         allowed_row.addWidget(self.revoke_button)
         layout = QVBoxLayout(self)
-        layout.addWidget(QLabel(f"Servers from {self.service.path}:"))
+        layout.addWidget(self.builtin)
+        layout.addWidget(QLabel(f"MCP servers from {self.service.path}:"))
         layout.addWidget(self.problem)
         layout.addWidget(self.tree, 3)
         layout.addLayout(row)
@@ -198,6 +204,9 @@ class ToolsDialog(QDialog):
         for server in self.service.enabled_servers():
             self.service.list_server(server.name)
         self.refresh()
+
+    def _on_notes(self) -> None:
+        MemoryNotesDialog(self.service.builtin.history, self).exec()
 
     def _on_listed(self, _tools: ServerTools) -> None:
         self.refresh()

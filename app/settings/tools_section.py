@@ -1,8 +1,9 @@
-"""The settings dialog's Tools section: the limits of MCP tool calls, and the way to the servers and tools.
+"""The settings dialog's Tools section: the limits of tool calls, and the way to the tools, servers and memory.
 
 A call's timeout (60 s by default), how much of a result the model is given (16,000 characters), and how
-many rounds of calls one answer may make (8). "Servers and tools…" opens the Tools window (servers and
-tools on/off, the tools always allowed, Import…, Edit mcp.json), which saves its changes at once.
+many rounds of calls one answer may make (8). "Tools, servers and memory…" opens the Tools window (the
+built-in tools and the memory notes, servers and tools on/off, the tools always allowed, Import…, Edit
+mcp.json), which saves its changes at once.
 """
 
 from __future__ import annotations
@@ -22,10 +23,10 @@ from app.settings.store import Settings
 
 
 class ToolsSection(QGroupBox):
-    tools_requested = Signal()  # "Servers and tools…": the window opens the Tools window
+    tools_requested = Signal()  # "Tools, servers and memory…": the window opens the Tools window
 
     def __init__(self, parent: QWidget | None = None) -> None:
-        super().__init__("Tools (MCP)", parent)
+        super().__init__("Tools (built-in and MCP)", parent)
         self.timeout_spin = QDoubleSpinBox()
         self.timeout_spin.setRange(1, 3600)
         self.timeout_spin.setDecimals(0)
@@ -40,8 +41,9 @@ class ToolsSection(QGroupBox):
         self.max_rounds_spin = QSpinBox()
         self.max_rounds_spin.setRange(1, 100)
         self.max_rounds_spin.setToolTip("Rounds of tool calls one answer may make before the model must answer")
-        self.servers_button = QPushButton("Servers and tools…")
-        self.servers_button.setToolTip("The MCP servers of mcp.json and their tools, each on or off, "
+        self.servers_button = QPushButton("Tools, servers and memory…")
+        self.servers_button.setToolTip("Hearth's built-in tools (web search, pages, your chats, memory) and the "
+                                       "memory notes; the MCP servers of mcp.json and their tools, each on or off; "
                                        "and the tools that run without asking")
         self.servers_button.clicked.connect(self.tools_requested.emit)
         grid = QGridLayout(self)  # two rows: the dialog is tall already

@@ -7,67 +7,31 @@ the model instead.
 It is driven by the engine's stats events (several a second while anything
 runs) and costs nothing when idle: the only timer keeps the 60 s sparkline
 scrolling and stops once the last minute holds no speed at all.
+
+This module lays the gauge out and keeps it live; what it says (the memory split, the speed and
+slots, the details table) is app/status/gauge_figures.py's, the sparkline app/status/sparkline.py's.
 """
 
 from __future__ import annotations
 
-import html
 import time
-from collections import deque
-from typing import Callable, Mapping
+from collections.abc import Callable, Mapping
 
-from PySide6.QtCore import QPointF, QRectF, Qt, QTimer
-from PySide6.QtGui import QMouseEvent, QPainter, QPainterPath, QPaintEvent, QPalette, QPen
+from PySide6.QtCore import Qt, QTimer
+from PySide6.QtGui import QMouseEvent
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QWidget
 
 from app.bridge import EngineStats, ModelInfo
 from app.status.elided_label import ElidedLabel
-from app.status.memory_bar import KV_COLOR, OTHER_COLOR, PROMPT_COPY_COLOR, WEIGHTS_COLOR, BarPart, MemoryBar
+from app.status.gauge_figures import NO_CHAT_TEMPLATE, GaugeReading, Titles
+from app.status.memory_bar import MemoryBar
 from app.status.memory_probe import MemorySnapshot, gpu_index_of, snapshot
-from app.status.models_rows import compact_text, model_rows
-from engine.units import format_bytes
+from app.status.models_rows import compact_text
+from app.status.sparkline import Sparkline
 
-HISTORY_S = 60.0
+__all__ = ["MODEL_NAME_CHARS", "NO_CHAT_TEMPLATE", "POPUP_MAX_WIDTH", "GaugeWidget", "Titles"]
+
 MODEL_NAME_CHARS = 18
-Titles = Callable[[str], str]  # chat id -> tab title
-# Two sentences: the details popup shows them on two lines, the welcome text as one paragraph.
-NO_CHAT_TEMPLATE = ("This model has no chat template, so Hearth lays the chat out in a generic ChatML form.",
-                    "It is likely a base model, which continues text rather than answering.")
-
-
-class Sparkline(QWidget):
-    """Tokens/s over the last 60 seconds, newest at the right."""
-
-    def __init__(self, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.samples: deque[tuple[float, float]] = deque()
-        self.setFixedSize(90, 18)
-        self.setToolTip("tokens/s, last 60 s")
-
-    def add(self, value: float, now: float) -> None:
-        self.samples.append((now, value))
-        while self.samples and now - self.samples[0][0] > HISTORY_S:
-            self.samples.popleft()
-        self.update()
-
-    def has_recent_speed(self, now: float) -> bool:
-        return any(value > 0 and now - t <= HISTORY_S for t, value in self.samples)
-
-    def paintEvent(self, event: QPaintEvent) -> None:  # noqa: N802 - Qt override
-        painter = QPainter(self)
-        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
-        painter.setPen(QPen(self.palette().color(QPalette.ColorRole.Mid), 1))
-        painter.drawRect(QRectF(0.5, 0.5, self.width() - 1, self.height() - 1))
-        if not self.samples:
-            return
-        now, top = time.monotonic(), max(max(v for _, v in self.samples), 1.0)
-        width, height = self.width() - 2, self.height() - 3
-        path = QPainterPath()
-        for i, (t, value) in enumerate(self.samples):
-            point = QPointF(1 + width * (1 - (now - t) / HISTORY_S), 1.5 + height * (1 - value / top))
-            path.moveTo(point) if i == 0 else path.lineTo(point)
-        painter.setPen(QPen(self.palette().color(QPalette.ColorRole.Highlight), 1.5))
-        painter.drawPath(path)
 
 
 class GaugeWidget(QFrame):
@@ -84,7 +48,7 @@ class GaugeWidget(QFrame):
         self.device_label, self.memory_label = QLabel("no model"), QLabel()
         self.speed_label, self.slots_label, self.model_label = QLabel(), QLabel(), ElidedLabel()
         self.draft_label = QLabel()  # speculative decoding's acceptance, while drafts are being made
-        self.draft_label.setToolTip("prompt-lookup drafts accepted, last few seconds")
+        self.draft_label.setToolTip("drafted tokens accepted (prompt lookup and the shared n-gram pool), last few seconds")
         self.memory_bar, self.sparkline = MemoryBar(self), Sparkline(self)
         self.memory_bar.setFixedSize(80, 12)
         self.device_label.setObjectName("gaugeDevice")
@@ -123,28 +87,22 @@ class GaugeWidget(QFrame):
         if self.sparkline.has_recent_speed(now) and not self._scroll_timer.isActive():
             self._scroll_timer.start()
 
-    @property
-    def remote(self) -> bool:
-        return self.model is not None and self.model.backend == "remote"
+    def reading(self) -> GaugeReading:
+        """What the gauge shows now, as plain values (app/status/gauge_figures.py)."""
+        return GaugeReading(self.model, self.stats, self.memory, self._titles, self.api_url, self.api_in_flight,
+                            self.model_infos)
 
     @property
-    def latency_text(self) -> str:
-        latency = self.stats.latency_ms if self.stats else 0.0
-        return f"{latency:.0f} ms" if latency else "not measured yet"
+    def remote(self) -> bool:
+        return self.reading().remote
 
     @property
     def device_name(self) -> str:
-        if self.model is None:
-            return "no model"
-        if self.remote:
-            return "remote"
-        if self.model.gpu_offload and self.memory is not None and self.memory.kind == "VRAM":
-            return f"GPU {self.memory.device}"
-        return "CPU" if self.model.device.lower().startswith("cpu") else self.model.device
+        return self.reading().device_name
 
     @property
     def tokens_per_second(self) -> float:
-        return self.stats.tokens_per_second if self.stats else 0.0
+        return self.reading().tokens_per_second
 
     # ------------------------------------------------------------ rendering
 
@@ -154,124 +112,32 @@ class GaugeWidget(QFrame):
             return
         self.memory = snapshot(self.model.gpu_offload, gpu_index_of(self.model.device))
 
-    def _memory_parts(self) -> tuple[list[BarPart], int, str]:
-        memory, model = self.memory, self.model
-        if memory is None or model is None:
-            return [], 1, ""
-        weights = self.stats.model_bytes if self.stats else model.model_bytes
-        kv = self.stats.kv_cache_bytes if self.stats else model.kv_cache_bytes
-        if memory.kind == "VRAM":  # the whole card: what others use counts against us too
-            used, total = memory.used_bytes, memory.total_bytes
-            text = f"VRAM {format_bytes(used)} / {format_bytes(total)}"
-        else:
-            used = total = memory.process_bytes
-            text = f"RAM {format_bytes(used)}"
-        text += f" (model {format_bytes(weights)}, KV {format_bytes(kv)})"
-        parts = [BarPart("model", weights, WEIGHTS_COLOR), BarPart("KV cache", kv, KV_COLOR)]
-        rest = max(used - weights - kv, 0)
-        if model.prompt_copy_bytes and memory.kind != "VRAM":  # mapped: resident as far as prompts touched it
-            copy = min(model.prompt_copy_bytes, rest)
-            parts.append(BarPart("F32 copy for prompts", copy, PROMPT_COPY_COLOR))
-            rest -= copy
-        parts.append(BarPart("other", rest, OTHER_COLOR))
-        return parts, total, text
-
     def _refresh_labels(self) -> None:
+        reading = self.reading()
         for widget in (self.memory_bar, self.memory_label, self.sparkline, self.speed_label, self.slots_label):
             widget.setVisible(self.model is not None)
-        parts, total, text = self._memory_parts()
+        parts, total, text = reading.memory_parts()
         self.memory_bar.set_parts(parts, total)
-        self.memory_bar.setVisible(self.model is not None and not self.remote)
-        self.device_label.setText(self.device_name)
-        if self.model is not None and self.remote:
-            text = f"{self.model.path} · latency {self.latency_text}"
+        self.memory_bar.setVisible(self.model is not None and not reading.remote)
+        self.device_label.setText(reading.device_name)
+        if self.model is not None and reading.remote:
+            text = f"{self.model.path} · latency {reading.latency_text}"
         self.memory_label.setText(text)
-        self.speed_label.setText(f"{self.tokens_per_second:.1f} tok/s")
+        self.speed_label.setText(f"{reading.tokens_per_second:.1f} tok/s")
         acceptance = self.stats.acceptance if self.stats else None
         self.draft_label.setVisible(self.model is not None and acceptance is not None)
         self.draft_label.setText(f"drafts {acceptance:.0%}" if acceptance is not None else "")
-        self.slots_label.setText(f"slots {self._slots_text()}" + (f" · API {self.api_in_flight}" if self.api_url else ""))
+        self.slots_label.setText(f"slots {reading.slots_text()}" + (f" · API {self.api_in_flight}" if self.api_url else ""))
         several = compact_text(self.stats)  # more than one model: their count and memory instead of one name
-        self.model_label.setText(several or self._model_summary(name_chars=MODEL_NAME_CHARS))  # the popup has it all
-        details = self.details_html()
+        self.model_label.setText(several or reading.model_summary(name_chars=MODEL_NAME_CHARS))  # the popup has it all
+        details = reading.details_html()
         self.setToolTip(details)
         if self._popup is not None and self._popup.isVisible():
             self._popup.setText(details)
 
-    def _model_summary(self, name_chars: int = 200) -> str:
-        model = self.model
-        if model is None:
-            return ""
-        backend = {"llamacpp": "llama.cpp", "hf": "transformers"}.get(model.backend, model.backend)
-        name = model.name if len(model.name) <= name_chars else model.name[: name_chars - 1] + "…"
-        return " · ".join(part for part in (name, backend, model.quantization, model.attention) if part)
-
     def details_html(self) -> str:
         """Everything the gauge knows, for the tooltip and the popup."""
-        if self.model is None:
-            return "No model is loaded."
-        if self.remote:
-            return _table(self._remote_rows())
-        parts, _, text = self._memory_parts()
-        shares = ", ".join(f"{part.name} {format_bytes(part.size)}" for part in parts) or "model ?, KV cache ?, other ?"
-        rows = [
-            ("Device", html.escape(self.model.device)),
-            ("Memory", f"{text.split(' (')[0]}: {shares}"),
-            ("Speed", f"{self.tokens_per_second:.1f} tok/s in total"),
-            *self._per_chat_rows(),
-            ("Speculative", self._drafts_text()),
-            ("Slots", f"{self._slots_text()} busy"),
-            *self._api_rows(),
-            ("Model", html.escape(self._model_summary())),
-            ("Context", f"{self.model.context_length} tokens per chat"),
-        ]
-        if self.model.metadata_name and self.model.metadata_name != self.model.name:
-            rows.append(("Name in the file", html.escape(self.model.metadata_name)))
-        if self.model.decode:
-            rows.append(("Decode", html.escape(self.model.decode)))
-        if self.model.prompt_reading:
-            rows.append(("Prompts", html.escape(self.model.prompt_reading)))
-        if not self.model.has_chat_template:
-            rows.append(("Chat template", "<br>".join(html.escape(line) for line in NO_CHAT_TEMPLATE)))
-        rows += [("Note", html.escape(note)) for note in self.model.notes]
-        if self.stats is not None and len(self.stats.models) > 1:
-            rows += [("Loaded models", f"{len(self.stats.models)}"), *model_rows(self.stats, self.model_infos(), self._titles)]
-        return _table(rows)
-
-    def _remote_rows(self) -> list[tuple[str, str]]:
-        assert self.model is not None
-        context = f"{self.model.context_length} tokens" if self.model.context_length else "as the server decides"
-        return [
-            ("Backend", "remote: an OpenAI-compatible server answers; nothing runs on this computer"),
-            ("Server", html.escape(self.model.path)),
-            ("Latency", f"{self.latency_text} to answer the last request"),
-            ("Model", html.escape(self.model.name)),
-            ("Speed", f"{self.tokens_per_second:.1f} tok/s in total, as received here"),
-            *self._per_chat_rows(),
-            ("Streams", f"{self.stats.slots_busy if self.stats else 0} open"),
-            *self._api_rows(),
-            ("Context", context),
-        ]
-
-    def _api_rows(self) -> list[tuple[str, str]]:
-        if not self.api_url:
-            return []
-        return [("Local API", f"{html.escape(self.api_url)}: {self.api_in_flight} requests in flight")]
-
-    def _drafts_text(self) -> str:
-        stats = self.stats
-        if stats is None or stats.acceptance is None:
-            return "no drafts in the last few seconds"
-        return f"prompt lookup: {stats.acceptance:.0%} of {stats.drafted_tokens} drafted tokens accepted"
-
-    def _slots_text(self) -> str:
-        if self.stats is not None:
-            return f"{self.stats.slots_busy}/{self.stats.slots_total}"
-        return f"0/{self.model.slots if self.model else 0}"
-
-    def _per_chat_rows(self) -> list[tuple[str, str]]:
-        speeds = self.stats.chat_tokens_per_second if self.stats else ()
-        return [(f"&nbsp;&nbsp;{html.escape(self._titles(chat))}", f"{speed:.1f} tok/s") for chat, speed in speeds]
+        return self.reading().details_html()
 
     def _on_scroll_tick(self) -> None:
         self.sparkline.update()
@@ -301,8 +167,3 @@ class GaugeWidget(QFrame):
 
 
 POPUP_MAX_WIDTH = 640  # px; wider values wrap
-
-
-def _table(rows: list[tuple[str, str]]) -> str:
-    cells = "".join(f"<tr><td><b>{k}</b>&nbsp;&nbsp;</td><td>{v}</td></tr>" for k, v in rows)
-    return f"<table>{cells}</table>"

@@ -17,6 +17,9 @@ from PySide6.QtWidgets import QWidget
 
 WEIGHTS_COLOR, KV_COLOR, OTHER_COLOR = QColor("#3b82f6"), QColor("#f59e0b"), QColor("#9ca3af")
 PROMPT_COPY_COLOR = QColor("#8b5cf6")  # llama.cpp's F32 copy for reading prompts
+EMBEDDING_COLOR = QColor("#10b981")  # the documents' GGUF embedding model
+DRAFT_MODEL_COLOR = QColor("#ec4899")  # a draft model loaded beside the model (speculative decoding)
+VOICE_COLOR = QColor("#06b6d4")  # the speech-to-text model and the voice (dictation, read aloud, the API's audio)
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ the details popup shows them as table rows, one block per model ("Model details 
 from __future__ import annotations
 
 import html
+from pathlib import Path
 from typing import Callable, Mapping
 
 from engine.protocol import EngineStats, ModelInfo, ModelStats
@@ -16,7 +17,43 @@ Titles = Callable[[str], str]
 
 
 def model_memory(model: ModelStats) -> int:
-    return model.model_bytes + model.kv_cache_bytes + model.prompt_copy_bytes
+    return model.model_bytes + model.kv_cache_bytes + model.prompt_copy_bytes + model.draft_model_bytes
+
+
+def estimate_text(info: ModelInfo | None) -> str:
+    """The estimate it was loaded with: "1.6 GiB after load, up to 1.9 GiB with every chat full"; "" if none."""
+    if info is None or not info.estimated_full_bytes:
+        return ""
+    full, after_load = format_bytes(info.estimated_full_bytes), format_bytes(info.estimated_after_load_bytes)
+    if not info.estimated_after_load_bytes or after_load == full:
+        return f"{full} with every chat full"
+    return f"{after_load} after load, up to {full} with every chat full"
+
+
+def embedding_models() -> list[tuple[str, int]]:
+    """The documents' GGUF embedding models loaded in this process (the window's, beside the engine's models):
+    (file name, the estimate's bytes for it)."""
+    from engine.documents.embedder import loaded_embedders
+
+    return [(Path(embedder.path).name, embedder.memory_bytes) for embedder in loaded_embedders()]
+
+
+def embedding_rows() -> list[tuple[str, str]]:
+    return [("Documents", f"embedding model {html.escape(name)}: {format_bytes(size)} in RAM (estimated)")
+            for name, size in embedding_models()]
+
+
+def voice_models() -> list[tuple[str, str, int]]:
+    """The speech models and voices loaded in this process (dictation's, read aloud's, the local API's):
+    (what it is, its name, the estimate's bytes for it)."""
+    from engine.voice.loaded import loaded_voice_models
+
+    return [(model.kind, model.name, model.memory_bytes) for model in loaded_voice_models()]
+
+
+def voice_rows() -> list[tuple[str, str]]:
+    return [("Voice", f"{kind} {html.escape(name)}: {format_bytes(size)} in RAM (estimated)")
+            for kind, name, size in voice_models()]
 
 
 def compact_text(stats: EngineStats | None) -> str:
@@ -47,6 +84,8 @@ def model_rows(stats: EngineStats | None, infos: Mapping[str, ModelInfo], titles
         rows.append((f"<u>{html.escape(model.name)}</u>", html.escape(_state(model))))
         rows.append(("&nbsp;&nbsp;Memory", f"{format_bytes(model_memory(model))} (model {format_bytes(model.model_bytes)}, "
                                            f"KV {format_bytes(model.kv_cache_bytes)})"))
+        if estimate_text(info):
+            rows.append(("&nbsp;&nbsp;Estimated", estimate_text(info)))
         rows.append(("&nbsp;&nbsp;Speed", f"{model.tokens_per_second:.1f} tok/s · slots {model.slots_busy}/{model.slots_total}"))
         if model.chats:
             rows.append(("&nbsp;&nbsp;Chats", html.escape(", ".join(titles(chat) for chat in model.chats))))

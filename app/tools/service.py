@@ -10,14 +10,16 @@ starts; `keep_secrets_in_keyring` moves the plain ones there.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from concurrent.futures import Future
 
 from PySide6.QtCore import QObject, Qt, Signal
 
+from app.history.notes import HistoryTools
 from app.settings.location import config_dir
 from app.settings.secrets import load_secret, mcp_secret, save_secret, storage
 from app.settings.store import Settings
+from app.tools.builtin import BUILTIN_SERVER, BuiltinTools
 from engine.protocol import ToolSpec
 from engine.tools.config import FILE_NAME, McpConfigError, ServerConfig, read_config
 from engine.tools.manager import ServerTools, ToolManager
@@ -40,9 +42,10 @@ class ToolService(QObject):
     _listed = Signal(object)  # ServerTools, from the tools thread
     _called = Signal(object, object)  # token, Future, from the tools thread
 
-    def __init__(self, settings: Settings, parent: QObject | None = None) -> None:
+    def __init__(self, settings: Settings, parent: QObject | None = None, history: HistoryTools | None = None) -> None:
         super().__init__(parent)
         self.settings = settings
+        self.builtin = BuiltinTools(settings, history)  # Hearth's own tools, offered as the server "built-in"
         self.config_error = ""
         self.servers: tuple[ServerConfig, ...] = ()
         self.listed: dict[str, ServerTools] = {}
@@ -140,8 +143,9 @@ class ToolService(QObject):
         manager.list_tools(name).add_done_callback(lambda future: self._listed.emit(_listed_or_error(name, future)))
 
     def offered(self) -> dict[str, tuple[str, ToolSpec]]:
-        """tool name -> (server, spec) of every enabled tool; the first server wins a name two share."""
-        offered: dict[str, tuple[str, ToolSpec]] = {}
+        """tool name -> (server, spec) of every enabled tool; the built-in ones first, then the first server
+        wins a name two share."""
+        offered = {tool.name: (BUILTIN_SERVER, tool.spec) for tool in self.builtin.enabled()}
         for server in self.enabled_servers():
             for spec in self.listed.get(server.name, ServerTools(server.name)).tools:
                 if self.tool_enabled(server.name, spec.name):
@@ -154,6 +158,8 @@ class ToolService(QObject):
 
     def call(self, token: object, server: str, tool: str, arguments: str) -> Future[ToolResult] | None:
         """Run an approved call; `call_finished(token, result)` follows unless it is cancelled first."""
+        if server == BUILTIN_SERVER:
+            return self.call_builtin(token, tool, arguments)
         manager = self._ensure_manager()
         if manager is None:
             failed: Future[ToolResult] = Future()
@@ -165,7 +171,16 @@ class ToolService(QObject):
         future.add_done_callback(lambda done: self._called.emit(token, done))
         return future
 
+    def call_builtin(self, token: object, tool: str, arguments: str, chat_id: str = "",
+                     also: Collection[str] = ()) -> Future[ToolResult]:
+        """Run an approved call of a built-in tool for the chat `chat_id` (`also`: tools research mode runs though
+        the settings leave them off); `call_finished` follows, as for `call`."""
+        future = self.builtin.call(tool, arguments, chat_id, also)
+        future.add_done_callback(lambda done: self._called.emit(token, done))
+        return future
+
     def shutdown(self) -> None:
+        self.builtin.shutdown()
         if self._manager is not None:
             self._manager.shutdown()
             self._manager = None

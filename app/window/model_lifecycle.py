@@ -35,6 +35,7 @@ class ModelLifecycle(QObject):
         self.config_in_effect: ModelConfig | None = None  # the one actually answering
         self.elsewhere: set[str] = set()  # paths loaded for one tab's own choice (app/window/tab_models.py)
         self.reason = "Starting…"  # why the tabs cannot send ("" when they can)
+        self.waiting = True  # the model is on its way (starting, loading): the tabs take messages and queue them
         self.label = QLabel()
         self.progress = QProgressBar(maximum=100, textVisible=False)
         self.progress.setFixedWidth(120)
@@ -63,7 +64,7 @@ class ModelLifecycle(QObject):
 
     def load(self, config: ModelConfig) -> None:
         self.model_config = config
-        self._set_state(False, f"Loading {file_name(config.path)}…")
+        self._set_state(False, f"Loading {file_name(config.path)}…", waiting=True)
         self.bridge.load_model(config)
 
     def _mine(self, path: str) -> bool:
@@ -88,11 +89,12 @@ class ModelLifecycle(QObject):
 
     def restart_engine(self) -> None:
         self.banner.hide()
-        self._set_state(False, "Restarting the engine…")
+        self._set_state(False, "Restarting the engine…", waiting=True)
         self.bridge.restart()
 
-    def _set_state(self, ready: bool, reason: str) -> None:
+    def _set_state(self, ready: bool, reason: str, waiting: bool = False) -> None:
         self.reason = "" if ready else reason
+        self.waiting = waiting and not ready
         self.label.setText(reason.split(":")[0] if len(reason) > SHORT_STATUS_CHARS else reason)
         self.readiness_changed.emit(ready, self.reason)
 
@@ -103,7 +105,7 @@ class ModelLifecycle(QObject):
         self.progress.setValue(percent)
         self.progress.show()
         name = file_name(self.model_config.path if self.model_config else "")
-        self._set_state(False, f"Loading {name}… {percent}%{' — ' + message if message else ''}")
+        self._set_state(False, f"Loading {name}… {percent}%{' — ' + message if message else ''}", waiting=True)
 
     def _on_model_loaded(self, info: ModelInfo) -> None:
         self.config_in_effect = self.model_config

@@ -31,11 +31,13 @@ class TabModels(QObject):
 
     def __init__(self, bridge: EngineBridge, lifecycle: ModelLifecycle, tabs: Tabs, base_config: Callable[[], ModelConfig],
                  keep_alive_s: Callable[[], float | None], recent: Callable[[], list[str]],
-                 parent: QObject | None = None, projectors: Callable[[], Mapping[str, str]] = dict) -> None:
+                 parent: QObject | None = None, projectors: Callable[[], Mapping[str, str]] = dict,
+                 draft_models: Callable[[], Mapping[str, str]] = dict) -> None:
         super().__init__(parent)
         self.bridge, self.lifecycle, self._tabs = bridge, lifecycle, tabs
         self._base_config, self._keep_alive_s, self._recent = base_config, keep_alive_s, recent
         self._projectors = projectors  # model path -> the vision projector chosen for it in the settings
+        self._draft_models = draft_models  # model path -> the draft model chosen for it in the settings
         self.library: list[LibraryModel] = []
         self.last_chosen = ""  # a new tab starts on it ("" : the window's model)
         self.finder: Finder | None = None  # None: the real library (engine/catalog), found on first use
@@ -73,9 +75,9 @@ class TabModels(QObject):
             self.bridge.set_chat_model(tab.chat_id, path)
         if not tab.model_path:
             tab.model_picker.set_path(path)
-            tab.set_model_ready(self.lifecycle.reason == "", self.lifecycle.reason)
+            tab.set_model_ready(self.lifecycle.reason == "", self.lifecycle.reason, waiting=self.lifecycle.waiting)
         else:
-            tab.set_model_ready(*self.readiness(path))
+            tab.set_model_ready(*self.readiness(path), waiting=path in self.bridge.loading_models)
 
     def choose(self, tab: ChatTab, path: str) -> None:
         """The user picked `path` for this tab: load it beside the others unless it is loaded or loading."""
@@ -89,7 +91,8 @@ class TabModels(QObject):
         self.follow(tab)
 
     def load(self, path: str) -> None:
-        self.bridge.load_model(config_for_path(self._base_config(), path, self._projectors()), self._keep_alive_s())
+        config = config_for_path(self._base_config(), path, self._projectors(), self._draft_models())
+        self.bridge.load_model(config, self._keep_alive_s())
 
     def readiness(self, path: str) -> tuple[bool, str]:
         name = self.name_of(path)
@@ -149,9 +152,10 @@ class TabModels(QObject):
         if self.finder is not None:
             self._on_found(self.finder())
             return
-        recent, base, projectors = list(self._recent()), self._base_config(), dict(self._projectors())
-        threading.Thread(target=lambda: self._found.emit(find_library(recent, base, projectors)), name="hearth-model-library",
-                         daemon=True).start()
+        recent, base, projectors, drafts = (list(self._recent()), self._base_config(), dict(self._projectors()),
+                                            dict(self._draft_models()))
+        threading.Thread(target=lambda: self._found.emit(find_library(recent, base, projectors, drafts)),
+                         name="hearth-model-library", daemon=True).start()
 
     def set_library(self, models: list[LibraryModel]) -> None:
         self._looked = True

@@ -95,6 +95,10 @@ class ViewCommands(QObject):
         if (tab := self.window.current_tab()) is not None:
             tab.input.setFocus()
 
+    def find_in_chat(self) -> None:
+        if (tab := self.window.current_tab()) is not None:
+            tab.find_in_chat()
+
     def copy_last_answer(self) -> None:
         tab = self.window.current_tab()
         answers = [card for card in tab.view.message_cards() if card.role == "assistant"] if tab else []

@@ -5,8 +5,11 @@ from __future__ import annotations
 from dataclasses import replace
 
 from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QVBoxLayout, QWidget
 
+from app.chat.find_bar import FindBar
 from app.chat.markdown_view import MessageBrowser
+from app.chat.message_list import Entry, MessageList
 from app.chat.tab import ChatTab
 from app.window.mainwindow import MainWindow
 
@@ -56,3 +59,22 @@ def monospace_fragments(browser: MessageBrowser) -> list[str]:
             fragments += 1
         block = block.next()
     return found
+
+
+def transcript_with_find(qtbot, entries: list[Entry], height: int, active: bool = False):  # type: ignore[no-untyped-def]
+    """A transcript with its find bar above it, 600 px wide, shown (and active, for shortcuts such as F3)."""
+    host = QWidget()
+    view = MessageList(host)
+    bar = FindBar(view, host)
+    layout = QVBoxLayout(host)
+    layout.addWidget(bar)
+    layout.addWidget(view)
+    view.set_messages(entries)
+    qtbot.addWidget(host)
+    host.resize(600, height)
+    host.show()
+    qtbot.waitExposed(host)
+    if active:
+        host.activateWindow()
+        qtbot.waitUntil(host.isActiveWindow)
+    return host, view, bar

@@ -100,7 +100,7 @@ def test_style_sheet_parses_and_styles_the_opt_in_widgets(qtbot, qtlog) -> None:
     container.setStyleSheet(sheet)
     for widget in (container, send, box):
         widget.ensurePolished()
-    assert send.palette().button().color().name() == "#d9591a"
+    assert send.palette().button().color().name() == "#c4490f"
     assert [m.message for m in qtlog.records if "parse" in m.message.lower()] == []
 
 

@@ -31,7 +31,9 @@ def attach_and_index(qtbot, tab, path: Path) -> None:  # type: ignore[no-untyped
     tab.attachments.attach([path])
     qtbot.waitUntil(lambda: all(chip.doc_id is not None or chip.error for chip in tab.attachments.chips.values()),
                     timeout=120_000)
-    tab.attachments.worker.wait()
+    # the chip says "searched" once the words are indexed; the vectors come after, from a model that may still be
+    # loading on a busy machine: wait for the file's thread itself (it ends well before this bound)
+    assert tab.attachments.worker.wait(timeout=240), "the document worker was still embedding after 240 s"
 
 
 def stored_vectors(tab) -> tuple[str | None, list[int]]:  # type: ignore[no-untyped-def]

@@ -27,3 +27,15 @@ def test_an_answer_with_drafts_says_how_many_drafted_tokens_were_accepted(qtbot)
 def test_an_answer_without_drafts_says_nothing_about_them(qtbot) -> None:
     footer = answered(qtbot, TurnStats(12, 0, 9, 0.2, 40.0, 0.5))
     assert "9 tokens" in footer and "drafted" not in footer
+
+
+def test_an_answer_cut_at_the_limit_with_nothing_to_show_says_so(qtbot) -> None:
+    tab = ChatTab(ScriptedBridge(), lambda: (SamplingParams(temperature=0.0), ""), "Chat 1", chat_id="chat")  # type: ignore[arg-type]
+    qtbot.addWidget(tab)
+    tab.set_model_ready(True)
+    tab.input.setPlainText("Use the add tool.")
+    tab.send()
+    tab.on_turn_finished(TurnFinished("chat", "length", TurnStats(12, 0, 24, 0.2, 40.0, 0.5), ""))
+    (error,) = [card for card in tab.view.cards() if card.role == "error"]
+    assert "token limit" in error.text() and "Max tokens" in error.text()
+    assert [m.role for m in tab.messages] == ["user"] and not tab.answering

@@ -18,7 +18,9 @@ def test_only_the_last_messages_are_cards_until_the_reader_scrolls_up(qtbot, scr
     assert len(view.cards()) == SHOWN_AT_ONCE and view.hidden_count() == 50 - SHOWN_AT_ONCE
     assert view.cards()[-1].text() == "Message number 49." and view.earlier_button.text() == "Show earlier messages (38)"
     qtbot.waitUntil(lambda: view.verticalScrollBar().maximum() > 0)
-    view.verticalScrollBar().setValue(0)  # the reader reached the top
+    view.verticalScrollBar().setValue(0)  # the reader reached the top: one card now, the rest one per turn
+    assert len(view.cards()) == SHOWN_AT_ONCE + 1
+    qtbot.waitUntil(lambda: len(view.cards()) == 2 * SHOWN_AT_ONCE)
     assert len(view.cards()) == 2 * SHOWN_AT_ONCE and view.cards()[0].text() == f"Message number {50 - 2 * SHOWN_AT_ONCE}."
     qtbot.waitUntil(lambda: view.verticalScrollBar().value() > 0)  # still reading where they were, not at the new top
     view.earlier_button.click()

@@ -3,6 +3,9 @@ Save as default and named presets are kept in the settings."""
 
 from __future__ import annotations
 
+from PySide6.QtCore import QPoint, QRect
+from PySide6.QtWidgets import QScrollArea
+
 from app.chat.tab import ChatTab
 from app.settings.store import Settings
 from tests.app.helpers import wait_restored
@@ -66,4 +69,21 @@ def test_save_as_default_and_presets_are_kept_in_the_settings(qtbot, scripted_wi
 def test_the_panel_leaves_room_for_the_think_control(qtbot, scripted_window) -> None:
     window = scripted_window()
     panel = window.current_tab().panel
-    assert panel.think_slot.count() == 0 and panel.layout().indexOf(panel.think_slot) >= 0
+    assert panel.think_slot.count() == 0 and panel.column.indexOf(panel.think_slot) >= 0
+
+
+def test_the_open_panel_fits_a_1280x720_screen_and_scrolls_to_every_box(qtbot, scripted_window) -> None:
+    window = scripted_window()
+    wait_restored(qtbot, window)
+    tab = window.current_tab()
+    window.view_commands.toggle_chat_panel()
+    assert tab.panel.isVisible()
+    assert window.minimumSizeHint().height() <= 720 - 40 - 32  # a title bar and a task bar
+    window.resize(1280, 720 - 40 - 32)
+    qtbot.waitUntil(lambda: window.height() == 720 - 40 - 32)
+    scroll = tab.panel.findChild(QScrollArea)
+    for box in (tab.panel.system_prompt, tab.panel.temperature, tab.panel.seed, tab.panel.max_tokens,
+                tab.panel.save_default_button):
+        scroll.ensureWidgetVisible(box)
+        top_left = box.mapTo(scroll.viewport(), QPoint(0, 0))
+        assert scroll.viewport().rect().contains(QRect(top_left, box.size())), box.accessibleName()

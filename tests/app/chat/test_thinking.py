@@ -137,7 +137,9 @@ def test_thinking_and_its_numbers_are_restored_after_a_restart(qtbot, scripted_w
     assert block.header() == "Thought for 12 s, 340 tokens" and not block.is_open
     assert block.text() == "Rayleigh scattering." and answer_text(restored) == "Short waves scatter more."
     assert "<details><summary>Thinking</summary>\n\nRayleigh scattering.\n\n</details>" in markdown.read_text(encoding="utf-8")
-    assert json.loads(exported.read_text(encoding="utf-8"))["messages"][1]["reasoning"] == "Rayleigh scattering."
+    messages = json.loads(exported.read_text(encoding="utf-8"))["messages"]
+    assert messages[0]["role"] == "system"  # the chat's system prompt leads the export
+    assert messages[2]["reasoning"] == "Rayleigh scattering."
 
 
 def test_a_remote_style_thinking_keeps_its_measured_seconds_after_a_restart(qtbot, scripted_window) -> None:  # type: ignore[no-untyped-def]

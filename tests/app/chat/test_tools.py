@@ -18,10 +18,11 @@ from app.chat.tool_card import ToolCallCard, ToolResultCard
 from app.chat.tool_round import DECLINED, INTERRUPTED, STOPPED
 from app.tools.service import ToolService
 from engine.protocol import ToolCall
+from engine.tools.builtin.base import framed_text
 from engine.tools.config import config_text
 from engine.tools.manager import ToolManager
 from tests.app.helpers import LONG, wait_restored
-from tests.engine.tools.conftest import stdio_server
+from tests.engine.tools.conftest import mcp_framed, stdio_server
 
 ADD = ToolCall("call_add", "add", '{"a": 2, "b": 3}')
 
@@ -93,9 +94,13 @@ def test_the_card_waits_and_allow_runs_add_and_the_chat_goes_on_while_another_ta
     qtbot.waitUntil(lambda: len(bridge.submitted) == 3, timeout=LONG)
     sent = bridge.submitted[-1][1]
     assert (sent[-2].role, sent[-2].tool_calls) == ("assistant", (ADD,))
-    assert (sent[-1].role, sent[-1].content, sent[-1].tool_call_id, sent[-1].name) == ("tool", "5.0", "call_add", "add")
+    assert (sent[-1].role, sent[-1].content, sent[-1].tool_call_id, sent[-1].name) == ("tool", mcp_framed("5.0"), "call_add", "add")
     assert card.state == "done" and card.allow_button.isHidden()
-    assert [result.text() for result in _results(tab)] == ["5.0"]
+    assert [result.text() for result in _results(tab)] == [mcp_framed("5.0")]
+    (result,) = _results(tab)
+    assert result.result.text() == "5.0" and not result.framing.isHidden()  # the words, and what the model was told
+    assert result.framing.text() == 'Given to the model as untrusted data from the MCP server "test" (its tool add).'
+
     bridge.answer(tab.chat_id, "It is 5.")
     assert [m.role for m in tab.messages] == ["user", "assistant", "tool", "assistant"] and not tab.answering
 
@@ -125,7 +130,7 @@ def test_always_allow_runs_the_next_call_without_asking(qtbot, tools_window) -> 
     second = _call_cards(tab)[-1]
     assert not second.waiting and second.allow_button.isHidden()  # no approval asked
     qtbot.waitUntil(lambda: len(bridge.submitted) == 3, timeout=LONG)
-    assert bridge.submitted[-1][1][-1].content == "11.0"
+    assert bridge.submitted[-1][1][-1].content == mcp_framed("11.0")
 
 
 def test_stop_cancels_a_running_call_and_ends_the_answer(qtbot, tools_window) -> None:  # type: ignore[no-untyped-def]
@@ -157,10 +162,12 @@ def test_a_restart_restores_the_calls_and_a_waiting_one_as_interrupted(qtbot, to
     window.history_ui.export_current("json", exported)
     qtbot.waitUntil(lambda: markdown.exists() and exported.exists(), timeout=LONG)
     assert "**Tool call** `add`:\n\n```json\n{\"a\": 2, \"b\": 3}\n```" in markdown.read_text()
-    assert "## Tool result: add\n\n```\n5.0\n```" in markdown.read_text()
+    assert f"## Tool result: add\n\n```\n{mcp_framed('5.0')}\n```" in markdown.read_text()
     document = json.loads(exported.read_text())
-    assert document["messages"][1]["tool_calls"][0]["function"] == {"name": "add", "arguments": '{"a": 2, "b": 3}'}
-    assert document["messages"][2] == {"role": "tool", "content": "5.0", "tool_call_id": "call_add", "name": "add"}
+    system, *messages = document["messages"]  # the chat's system prompt leads the export
+    assert system["role"] == "system"
+    assert messages[1]["tool_calls"][0]["function"] == {"name": "add", "arguments": '{"a": 2, "b": 3}'}
+    assert messages[2] == {"role": "tool", "content": mcp_framed("5.0"), "tool_call_id": "call_add", "name": "add"}
     assert [m["finish_reason"] for m in document["hearth"]["messages"] if m["role"] == "tool"] == ["allowed"]
     _ask(qtbot, window, "And 7 + 8?")
     bridge.call_tools(tab.chat_id, ToolCall("call_wait", "add", '{"a": 7, "b": 8}'))  # left waiting at the close
@@ -171,7 +178,7 @@ def test_a_restart_restores_the_calls_and_a_waiting_one_as_interrupted(qtbot, to
     restored = again.current_tab()
     assert restored.chat_id == tab.chat_id
     assert [(m.role, m.content) for m in restored.messages] == [
-        ("user", "What is 2 + 3?"), ("assistant", ""), ("tool", "5.0"), ("assistant", "It is 5."),
+        ("user", "What is 2 + 3?"), ("assistant", ""), ("tool", mcp_framed("5.0")), ("assistant", "It is 5."),
         ("user", "And 7 + 8?"), ("assistant", "")]
     assert restored.messages[1].tool_calls == (ADD,) and restored.messages[2].tool_call_id == "call_add"
     done, waiting = _call_cards(restored)
@@ -194,13 +201,13 @@ def test_a_big_result_is_cut_and_folded_and_a_crash_mid_call_is_an_error_the_cha
     qtbot.mouseClick(_call_cards(tab)[-1].allow_button, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: len(bridge.submitted) == 2, timeout=LONG)
     sent = bridge.submitted[-1][1][-1].content
-    assert sent.startswith("x" * 16_000) and sent.count("x") == 16_000
-    assert sent.endswith("[The result was cut to the first 16,000 of its 1,048,576 characters.]")
+    assert framed_text(sent).startswith("x" * 16_000) and sent.count("x") == 16_000
+    assert framed_text(sent).endswith("[The result was cut to the first 16,000 of its 1,048,576 characters.]")
     card, result = _call_cards(tab)[-1], _results(tab)[-1]
     assert "cut to the first 16,000" in card.status.text()
     assert result.folded and len(result.result.text()) < 500 and not result.show_all.isHidden()
     result.show_all.click()
-    assert result.result.text() == sent
+    assert result.result.text() == framed_text(sent)  # the words; the frame is named above them
 
     bridge.call_tools(tab.chat_id, ToolCall("call_crash", "crash", "{}"))  # the next step: the server dies mid-call
     qtbot.mouseClick(_call_cards(tab)[-1].allow_button, Qt.MouseButton.LeftButton)

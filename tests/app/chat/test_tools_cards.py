@@ -12,6 +12,7 @@ from PySide6.QtCore import Qt
 from engine.protocol import ToolCall
 from tests.app.chat import test_tools
 from tests.app.helpers import LONG, wait_restored
+from tests.engine.tools.conftest import mcp_framed
 
 # test_tools.py's fixtures (the one started server of this module, the window whose mcp.json names it)
 tool_folder, shared_manager, tools_window = test_tools.tool_folder, test_tools.shared_manager, test_tools.tools_window
@@ -62,7 +63,7 @@ def test_two_calls_of_one_tool_in_one_answer_say_which_call_each_result_answers(
     qtbot.waitUntil(lambda: len(bridge.submitted) == 2, timeout=LONG)
     results = ["Tool result: add (call 1 of 2: a=2, b=3)", "Tool result: add (call 2 of 2: a=7, b=8)",
                "Tool result: sleep"]
-    assert [(card.title.text(), card.text()) for card in _results(tab)] == list(zip(results, ["5.0", "15.0", "slept 0.0"]))
+    assert [(card.title.text(), card.text()) for card in _results(tab)] == list(zip(results, [mcp_framed("5.0"), mcp_framed("15.0"), mcp_framed("slept 0.0", "sleep")]))
     bridge.answer(tab.chat_id, "5 and 15.")
     window.close()
 
@@ -117,7 +118,7 @@ def test_regenerate_after_a_call_reuses_its_result_and_a_new_call_asks_again(qtb
     tab.regenerate()
     qtbot.waitUntil(lambda: len(bridge.submitted) == 3, timeout=LONG)
     sent = bridge.submitted[-1][1]
-    assert [(m.role, m.content) for m in sent[-3:]] == [("user", "What is 2 + 3?"), ("assistant", ""), ("tool", "5.0")]
+    assert [(m.role, m.content) for m in sent[-3:]] == [("user", "What is 2 + 3?"), ("assistant", ""), ("tool", mcp_framed("5.0"))]
     assert calls == [], "the answer is asked again from the stored result: the tool does not run again"
     again = ToolCall("call_again", "add", '{"a": 2, "b": 3}')
     bridge.call_tools(tab.chat_id, again)  # the new answer calls the tool once more: that call asks first

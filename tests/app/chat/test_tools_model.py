@@ -19,7 +19,7 @@ from PySide6.QtCore import Qt
 from app.chat.tool_card import ToolCallCard
 from engine.tools.config import config_text
 from tests.app.helpers import LONG, wait_restored
-from tests.engine.tools.conftest import stdio_server
+from tests.engine.tools.conftest import mcp_framed, stdio_server
 
 
 @pytest.mark.slow
@@ -43,7 +43,7 @@ def test_the_model_calls_add_the_user_allows_it_and_the_answer_goes_on(qtbot, ma
         arguments = json.loads(call.arguments)
         jsonschema.validate(arguments, schema)
         assert card.arguments.text() == json.dumps(arguments, indent=2, ensure_ascii=False)
-        expected.append(("tool", str(float(arguments["a"]) + float(arguments["b"])), call.id))
+        expected.append(("tool", mcp_framed(str(float(arguments["a"]) + float(arguments["b"]))), call.id))
         qtbot.mouseClick(card.allow_button, Qt.MouseButton.LeftButton)
     results = slice(2, 2 + len(calls))
     qtbot.waitUntil(lambda: [m.role for m in tab.messages[results]] == ["tool"] * len(calls), timeout=LONG)

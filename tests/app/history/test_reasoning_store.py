@@ -51,7 +51,7 @@ def test_a_version_3_database_is_rebuilt_without_losing_rows_branches_or_its_ind
 
     store = HistoryStore.open(path)
     db = store._db
-    assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == len(MIGRATIONS) == 6  # 5: pinned chats, 6: pictures
+    assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == len(MIGRATIONS) == 9  # 5: pinned, 6: pictures, 7: memory notes, 8: folders, 9: dictation
     assert [tuple(row) for row in db.execute("SELECT id, seq FROM messages ORDER BY seq")] == seqs
     assert db.execute("PRAGMA foreign_key_check").fetchall() == []
     assert db.execute("SELECT name FROM sqlite_master WHERE name LIKE 'messages_v3%'").fetchall() == []

@@ -52,7 +52,7 @@ def test_pin_rename_and_delete(qtbot, scripted_window) -> None:
     _wait_listed(qtbot, sidebar, [newer.chat_id, older.chat_id])
     menu = sidebar.context_menu(older.chat_id)
     assert [a.text() for a in menu.actions() if a.text()] == [
-        "Open", "Pin", "Rename…", "Export as Markdown…", "Export as JSON…", "Delete…"]
+        "Open", "Pin", "Rename…", "Move to folder", "Export as Markdown…", "Export as JSON…", "Delete…"]
     menu.actions()[1].trigger()  # Pin
     _wait_listed(qtbot, sidebar, [older.chat_id, newer.chat_id])
     assert sidebar.list.item(0).text() == "Pinned" and sidebar.chat(older.chat_id).pinned

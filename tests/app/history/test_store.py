@@ -263,8 +263,8 @@ def test_import_plain_openai_messages(store: HistoryStore) -> None:
     ]}
     chat = store.import_json(json.dumps(document))
     assert (chat.title, chat.model, chat.is_open) == ("Name a colour", "gpt-x", True)
-    assert [(m.role, m.text) for m in store.active_path(chat.id)] == [
-        ("system", "Be brief."), ("user", "Name a colour"), ("assistant", "Teal.")]
+    assert [(m.role, m.text) for m in store.active_path(chat.id)] == [("user", "Name a colour"), ("assistant", "Teal.")]
+    assert chat.settings == {"system_prompt": "Be brief.", "panel": {"system_prompt": "Be brief."}}  # the chat's own
 
 
 def _tree_with_forward_parent() -> str:

@@ -32,6 +32,10 @@ def test_two_tabs_streaming_at_once_are_saved_and_restored_in_order(qtbot, make_
     assert again.current_tab().chat_id == ids[1]  # the current tab is remembered too
     assert tabs[0].title == "Name a colour."
     assert all(len(messages) == 2 and messages[1][1].strip() for messages in expected)
+    # the second window's first empty tab, replaced by the restored ones, is no chat: the list holds the two
+    sidebar = again.sidebar.sidebar
+    sidebar.refresh()
+    qtbot.waitUntil(lambda: sorted(sidebar.chat_ids()) == sorted(ids), timeout=LONG)
 
 
 def test_an_answer_cut_short_by_a_crash_comes_back_interrupted(qtbot, make_window) -> None:
@@ -107,7 +111,8 @@ def test_export_markdown_and_json_then_import_as_a_new_tab(qtbot, make_window, t
     assert "Say something about rivers." in markdown.read_text(encoding="utf-8")
     document = json.loads(exported.read_text(encoding="utf-8"))
     assert [(m["role"], m["content"]) for m in document["messages"]] == [
-        ("user", "Say something about rivers."), ("assistant", answer)]
+        ("user", "Say something about rivers."), ("assistant", answer)]  # no system prompt: no system message
+    assert document["settings"]["max_tokens"] == 8 and document["settings"]["seed"] == 0
     window.history_ui.import_path(exported)
     qtbot.waitUntil(lambda: window.tabs.count() == 2, timeout=LONG)
     imported = window.current_tab()

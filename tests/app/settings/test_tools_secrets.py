@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from app.settings import secrets
+from engine.tools.builtin.base import framed_text, untrusted_source
 from app.settings.store import Settings
 from app.settings.tools_dialog import ToolsDialog
 from app.tools.service import ToolService
@@ -101,7 +102,8 @@ def test_import_offers_the_keyring_and_the_started_server_gets_the_secret(
         service.list_server("probe")
     with qtbot.waitSignal(service.call_finished, timeout=WAIT_MS) as finished:
         service.call("t", "probe", "env", '{"name": "PROBE_TOKEN"}')
-    assert finished.args[1].text == TOKEN  # the child was started with the secret's value
+    # the child was started with the secret's value (which reaches the model framed as the server's data)
+    assert framed_text(finished.args[1].text) == TOKEN and untrusted_source(finished.args[1].text)
 
     with qtbot.waitSignal(service.tools_listed, timeout=WAIT_MS, check_params_cb=lambda t: t.server == "unkeyed"):
         service.list_server("unkeyed")

@@ -17,13 +17,17 @@ def stats(**changes: object) -> EngineStats:
     return EngineStats(**values)  # type: ignore[arg-type]
 
 
-def test_the_bar_shows_model_kv_and_the_rest_of_this_process(qtbot) -> None:
+def test_the_bar_shows_model_kv_and_the_rest_of_this_process(qtbot, monkeypatch) -> None:
+    # an embedding model or a voice model another test of this worker left loaded would take its part of the rest
+    monkeypatch.setattr("app.status.gauge_figures.embedding_models", lambda: [])
+    monkeypatch.setattr("app.status.gauge_figures.voice_models", lambda: [])
     gauge = GaugeWidget(lambda chat_id: {"a": "Recipes"}.get(chat_id, "closed chat"))
     qtbot.addWidget(gauge)
     gauge.set_model(model_info())
     gauge.update_stats(stats())
     parts = gauge.memory_bar.parts
     assert [(part.name, part.size) for part in parts[:2]] == [("model", 92 * MIB), ("KV cache", 360 * MIB)]
+    assert gauge.memory is not None
     assert gauge.memory_bar.scale == gauge.memory.process_bytes  # RAM: this process's share is the whole bar
     assert parts[2].size == max(gauge.memory.process_bytes - 452 * MIB, 0)
     assert gauge.speed_label.text() == "12.5 tok/s" and gauge.slots_label.text() == "slots 1/4"
@@ -91,3 +95,19 @@ def test_the_gauge_shows_how_many_drafted_tokens_were_accepted_only_while_there_
     assert "72% of 80 drafted tokens accepted" in gauge.details_html()
     gauge.update_stats(stats())
     assert not gauge.draft_label.isVisible() and "no drafts in the last few seconds" in gauge.details_html()
+
+
+def test_the_details_split_the_drafts_by_source(qtbot) -> None:
+    gauge = GaugeWidget(lambda _chat_id: "")
+    qtbot.addWidget(gauge)
+    gauge.show()
+    gauge.set_model(model_info())
+    gauge.update_stats(stats(drafted_tokens=80, accepted_tokens=58,
+                             drafts_by_source=(("lookup", 60, 48), ("pool", 20, 10))))
+    assert gauge.draft_label.text() == "drafts 72%"
+    details = gauge.details_html()
+    assert "prompt lookup: 80% of 60 drafted tokens accepted" in details
+    assert "shared n-gram pool: 50% of 20 drafted tokens accepted" in details
+    gauge.show_details()
+    popup = gauge._popup
+    assert popup is not None and "shared n-gram pool" in popup.text()

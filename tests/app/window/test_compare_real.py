@@ -30,12 +30,12 @@ def test_compare_streams_two_real_models_at_once_and_each_answers_as_alone(  # t
     dialog.send()
     near, far = dialog.panes
     assert (near.path, far.path) == (default_model, requantized_model)
-    assert "Loading SmolLM2 Q4_0" in far.view.toPlainText(), "its model loads for it first"
+    assert "Loading SmolLM2 Q4_0" in far.shown_text(), "its model loads for it first"
     qtbot.waitUntil(lambda: requantized_model in bridge.loaded_models, timeout=LONG)
     qtbot.waitUntil(lambda: not near.answering and not far.answering, timeout=LONG)
     assert set(bridge.loaded_models) == {default_model, requantized_model}, "the first model stays loaded"
     for pane in (near, far):
-        shown = pane.view.toPlainText()  # rendered as Markdown: list numbers and marks are not text
+        shown = pane.shown_text()  # rendered as Markdown: list numbers and marks are not text
         words = [word for word in pane.text.replace("*", " ").split() if word.isalpha()]
         assert words and all(word in shown for word in words), (pane.text, shown)
         assert "tok/s" in pane.stats_text() and "MiB" in pane.stats_text(), pane.stats_text()
@@ -60,6 +60,6 @@ def test_compare_streams_two_real_models_at_once_and_each_answers_as_alone(  # t
     for path, answer in answers.items():
         tab = window.new_chat()
         tab.choose_model(path)
-        qtbot.waitUntil(lambda: tab.input.isEnabled(), timeout=LONG)  # noqa: B023
+        qtbot.waitUntil(lambda: tab.model_ready, timeout=LONG)  # noqa: B023
         assert send_and_wait(qtbot, tab, QUESTION) == answer, path
         assert tab.model_path == path

@@ -12,17 +12,18 @@ from engine.protocol import ChatError
 from tests.app.helpers import answer_text, long_answers, type_and_send
 
 
-def test_input_is_disabled_with_a_reason_until_the_model_is_loaded(qtbot, make_window) -> None:
+def test_the_input_takes_text_while_the_model_loads_and_says_why_it_waits(qtbot, make_window) -> None:
     window = make_window(wait_for_model=False)
     tab = window.current_tab()
-    seen_while_loading: list[tuple[bool, str]] = []
-    window.bridge.model_loading.connect(lambda *_: seen_while_loading.append((tab.input.isEnabled(), tab.reason.text())))
-    assert not tab.input.isEnabled() and not tab.send_button.isEnabled()
+    seen_while_loading: list[tuple[bool, bool, str]] = []
+    window.bridge.model_loading.connect(
+        lambda *_: seen_while_loading.append((tab.input.isEnabled(), tab.model_ready, tab.reason.text())))
+    assert not tab.model_ready and not tab.regenerate_button.isEnabled()
     with qtbot.waitSignal(window.bridge.model_loaded, timeout=60_000):
         window.show()
-    enabled, reason = seen_while_loading[0]
-    assert not enabled and reason.startswith("Loading SmolLM2-135M-Instruct.Q4_1.gguf")
-    assert tab.input.isEnabled() and tab.reason.isHidden()
+    enabled, ready, reason = seen_while_loading[0]
+    assert enabled and not ready and reason.startswith("Loading SmolLM2-135M-Instruct.Q4_1.gguf")  # a send is queued
+    assert tab.input.isEnabled() and tab.model_ready and tab.reason.isHidden()
     assert window.gauge.device_name == "CPU"
 
 

@@ -58,6 +58,7 @@ def test_short_memory_pauses_the_chats_model_for_the_check_and_loads_it_again(  
         opened_meanwhile = window.new_chat()
         assert not opened_meanwhile.input.isEnabled() and opened_meanwhile.reason.text() == PAUSED
     assert states[0] == (False, PAUSED, False), "the tabs said why, and the engine thread had let its model go"
-    qtbot.waitUntil(tab.input.isEnabled, timeout=60_000)  # the chats' model comes back by itself after the check
-    assert opened_meanwhile.input.isEnabled() and window.bridge.running and window.bridge.model_info is not None
+    qtbot.waitUntil(lambda: tab.model_ready, timeout=60_000)  # the chats' model comes back by itself after the check
+    assert opened_meanwhile.model_ready and opened_meanwhile.input.isEnabled()
+    assert window.bridge.running and window.bridge.model_info is not None
     dialog.close()

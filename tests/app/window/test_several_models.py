@@ -31,7 +31,8 @@ def test_picking_a_model_loads_it_beside_the_other_and_later_turns_name_it(qtbot
     config, _ = bridge.loads[-1]
     assert config.path == OTHER and config.backend == "llamacpp" and len(bridge.loads) == 2
     bridge.progress(OTHER, 0.4)
-    assert not first.input.isEnabled() and first.reason.text() == "Loading Other model… 40%"
+    assert not first.model_ready and first.reason.text() == "Loading Other model… 40%"
+    assert first.input.isEnabled(), "typing goes on while it loads: a send waits in the queue"
     assert second.input.isEnabled() and second.reason.text() == "", "the other tab is not held up"
     send(second, "Still there?")
     bridge.answer(second.chat_id, "Yes.")
@@ -80,7 +81,7 @@ def test_compare_streams_two_models_at_once_and_continues_one_as_a_chat(qtbot, s
     near, far = dialog.panes
     assert bridge.submitted[-1][0] == near.chat_id and bridge.models[-1] == DEFAULT
     assert bridge.loads[-1][0].path == OTHER, "the model not loaded yet is loaded for its pane"
-    assert "Loading Other model" in far.view.toPlainText()
+    assert "Loading Other model" in far.shown_text()
     bridge.finish_loading(OTHER_INFO)
     assert bridge.submitted[-1][0] == far.chat_id and bridge.models[-1] == OTHER
     assert bridge.submitted[-1][1][-1].content == "Why is the sky blue?"
@@ -89,7 +90,7 @@ def test_compare_streams_two_models_at_once_and_continues_one_as_a_chat(qtbot, s
     for word in ("Light ", "scatters ", "more."):  # both streams interleave, neither finished
         bridge.token_received.emit(near.chat_id, "near:" + word)
         bridge.token_received.emit(far.chat_id, "far:" + word)
-    qtbot.waitUntil(lambda: "more." in near.view.toPlainText() and "more." in far.view.toPlainText())
+    qtbot.waitUntil(lambda: "more." in near.shown_text() and "more." in far.shown_text())
     assert near.answering and far.answering
     bridge.stats(chat_tokens_per_second=((near.chat_id, 30.0), (far.chat_id, 11.0)),
                  models=(model_stats(model_info()), model_stats(OTHER_INFO)))
