@@ -18,14 +18,14 @@ class StatsKeeper:
     def __init__(self, interval_s: float) -> None:
         self.interval_s = interval_s
         self.total_generated = 0
-        self._recent_drafts: deque[tuple[float, int, int]] = deque()  # (time, drafted, accepted)
+        self._recent_drafts: deque[tuple[float, str, int, int]] = deque()  # (time, source, drafted, accepted)
 
     def stats(self, pool: ModelPool, now: float) -> EngineStats:
         """`now` on perf_counter's clock (the token logs'); the models the one loaded last first."""
         models = list(reversed(pool.models))
         per_model = [self._model_stats(model, now, pool.clock()) for model in models]
         per_chat = tuple(pair for model in models for pair in self._chat_speeds(model, now))
-        drafted, accepted = self._draft_counts(models, now)
+        by_source = self._draft_counts(models, now)
         remote = next((m.work for m in models if isinstance(m.work, RemoteEngine)), None)
         busy = sum(s.slots_busy for s in per_model)
         return EngineStats(
@@ -37,8 +37,9 @@ class StatsKeeper:
             model_bytes=sum(s.model_bytes for s in per_model),
             total_generated_tokens=self.total_generated,
             latency_ms=remote.latency_ms if remote is not None else 0.0,
-            drafted_tokens=drafted,
-            accepted_tokens=accepted,
+            drafted_tokens=sum(drafted for _, drafted, _ in by_source),
+            accepted_tokens=sum(accepted for _, _, accepted in by_source),
+            drafts_by_source=by_source,
             models=tuple(per_model),
             budget_bytes=pool.options.budget_bytes,
         )
@@ -58,7 +59,7 @@ class StatsKeeper:
             slots_busy=slots_busy, slots_total=max(slots_busy, slots_total),
             model_bytes=model.info.model_bytes,
             kv_cache_bytes=runner.kv_cache_bytes() if runner is not None else 0,
-            prompt_copy_bytes=model.info.prompt_copy_bytes,
+            prompt_copy_bytes=model.info.prompt_copy_bytes, draft_model_bytes=model.info.draft_model_bytes,
             chats=chats, pinned=model.pinned,
             idle_s=0.0 if busy else max(0.0, clock_now - model.last_used))
 
@@ -84,12 +85,16 @@ class StatsKeeper:
         window = self._window(model, now)
         return [(chat, n / window) for chat, n in counts.items()]
 
-    def _draft_counts(self, models: list[LoadedModel], now: float) -> tuple[int, int]:
-        """Tokens drafted and accepted over the speed window: the gauge's acceptance rate."""
+    def _draft_counts(self, models: list[LoadedModel], now: float) -> tuple[tuple[str, int, int], ...]:
+        """(source, tokens drafted, accepted) over the speed window, per source: the gauge's acceptance."""
         for model in models:
             if isinstance(model.work, Scheduler):
                 self._recent_drafts.extend(model.work.draft_log)
                 model.work.draft_log.clear()
         while self._recent_drafts and now - self._recent_drafts[0][0] > SPEED_WINDOW_S:
             self._recent_drafts.popleft()
-        return sum(d for _, d, _ in self._recent_drafts), sum(a for _, _, a in self._recent_drafts)
+        counts: dict[str, tuple[int, int]] = {}
+        for _, source, drafted, accepted in self._recent_drafts:
+            before = counts.get(source, (0, 0))
+            counts[source] = (before[0] + drafted, before[1] + accepted)
+        return tuple((source, drafted, accepted) for source, (drafted, accepted) in sorted(counts.items()))

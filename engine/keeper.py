@@ -113,7 +113,7 @@ class ModelKeeper:
         for model in room.unload:
             self.unload(model, "room", f"Unloaded {model.name} to make room for {name} "
                          f"({format_bytes(model.need_bytes)} freed).")
-        job = LoadJob(config, command.keep_alive_s, need)
+        job = LoadJob(config, command.keep_alive_s, need, self._loader.after_load_bytes(config))
         self._jobs[path] = job
         self.pool.loading[path] = need
         job.start(self._loader, self._report)
@@ -133,7 +133,8 @@ class ModelKeeper:
         if isinstance(result, RemoteEngine):
             model = LoadedModel(job.path, result.info, result, 0, keep_alive, self.pool.clock())
         else:
-            info = result.info if result.info.path == job.path else replace(result.info, path=job.path)
+            info = replace(result.info, path=job.path, estimated_after_load_bytes=job.after_load_bytes,
+                           estimated_full_bytes=job.need_bytes)
             model = LoadedModel(job.path, info, Scheduler(result), job.need_bytes, keep_alive, self.pool.clock(),
                                 runner=result)
         old = self.pool.add(model)

@@ -45,6 +45,9 @@ class Loader(Protocol):
     def need_bytes(self, config: ModelConfig) -> int:
         """The memory the model will take with this config; 0 where it cannot be known (or is not ours)."""
 
+    def after_load_bytes(self, config: ModelConfig) -> int:
+        """Of that, what it holds right after load, before its chats fill; 0 where it cannot be known."""
+
     def load(self, config: ModelConfig, progress: Progress, cancelled: Callable[[], bool]) -> Loaded:
         """Raises RunnerError, LoadCancelled or RemoteUnavailable with a message for a person."""
 
@@ -53,16 +56,25 @@ class BackendLoader:
     """The real backends, sized with engine/catalog's estimate for this machine."""
 
     def need_bytes(self, config: ModelConfig) -> int:
+        return self._estimate(config)[1]
+
+    def after_load_bytes(self, config: ModelConfig) -> int:
+        return self._estimate(config)[0]
+
+    @staticmethod
+    def _estimate(config: ModelConfig) -> tuple[int, int]:
+        """(right after load, with every chat full) on the model's device; zeros where it cannot be known."""
         if config.backend == "remote":
-            return 0  # the server holds it
+            return 0, 0  # the server holds it
         try:
             from engine.catalog.here import estimate_here
             from engine.catalog.models import describe
 
-            return estimate_here(describe(config.path), config).device_bytes
+            result = estimate_here(describe(config.path), config)
         except Exception as error:  # an unreadable file fails its load with the backend's own words
             log.info("no memory estimate for %s: %s", config.path, error)
-            return 0
+            return 0, 0
+        return result.device_after_load_bytes, result.device_bytes
 
     def load(self, config: ModelConfig, progress: Progress, cancelled: Callable[[], bool]) -> Loaded:
         if config.backend == "remote":
@@ -77,8 +89,10 @@ class BackendLoader:
 class LoadJob:
     """One model being loaded; `need_bytes` is held in the budget until it is done."""
 
-    def __init__(self, config: ModelConfig, keep_alive_s: float | None, need_bytes: int) -> None:
+    def __init__(self, config: ModelConfig, keep_alive_s: float | None, need_bytes: int,
+                 after_load_bytes: int = 0) -> None:
         self.config, self.keep_alive_s, self.need_bytes = config, keep_alive_s, need_bytes
+        self.after_load_bytes = after_load_bytes  # the estimate's figure before the chats fill, for the gauge
         self.cancel = threading.Event()
         self.thread: threading.Thread | None = None
 

@@ -103,6 +103,8 @@ class EngineLoop:
     def _run(self) -> None:
         try:
             while self._handle_commands():
+                # a turn that starts and ends within this one step still ends with a stats report
+                self._was_busy = self._was_busy or self.pool.has_work()
                 self._step()
                 self._keeper.unload_expired()
                 self._maybe_emit_stats()

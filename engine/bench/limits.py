@@ -68,7 +68,7 @@ def model_figures(path: str) -> dict[str, Any]:
     import gguf
 
     reader = gguf.GGUFReader(path)
-    from engine.gpucheck.randgguf import shape_of
+    from engine.randweights.gguf_model import shape_of
 
     shape = shape_of(reader)
     tensor_bytes = sum(int(t.n_bytes) for t in reader.tensors)

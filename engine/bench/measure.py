@@ -18,7 +18,8 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     """Every figure under the JSON keys `--json` writes; raises BenchError when the engine fails."""
     threads = _threads(args)
     config = ModelConfig(path=args.model, backend=args.backend, threads=args.threads, quantization=args.quant,
-                         slots=max(4, *args.tabs), prompt_copy=args.prompt_copy)
+                         slots=max(4, *args.tabs), prompt_copy=args.prompt_copy,
+                         draft_model=getattr(args, "draft_model", None))
     info, measured, samples = _run_cases(config, args)
     result: dict[str, Any] = _header(info, args, threads)
     if args.constrained:
@@ -56,8 +57,12 @@ Sample = dict[str, Any]  # one repeat's figures: runs, queue, kv_reuse, speculat
 
 def _speculative(cases: list[dict[str, Any]]) -> dict[str, Any]:
     """Best off and best on, and each repeat's on/off pair (measured seconds apart): on this shared
-    VM the best-of figures of one code came out 1.01x to 1.59x, so the median pair is the steadier."""
-    return {**best(cases), **_pairs(cases, "on_tok_s", "off_tok_s", "on_off")}
+    VM the best-of figures of one code came out 1.01x to 1.59x, so the median pair is the steadier.
+    tok_s_off, tok_s_on, accepted_fraction and draft_ms_share are the repeats' medians."""
+    medians = {name: median(case.get(key, 0.0) for case in cases) for name, key in (
+        ("tok_s_off", "off_tok_s"), ("tok_s_on", "on_tok_s"), ("accepted_fraction", "accepted_fraction"),
+        ("draft_ms_share", "draft_ms_share"))}
+    return {**best(cases), **medians, **_pairs(cases, "on_tok_s", "off_tok_s", "on_off")}
 
 
 def _pairs(cases: list[dict[str, Any]], top: str, bottom: str, name: str) -> dict[str, Any]:

@@ -26,15 +26,17 @@ def best(samples: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
 
 def memory_figures(config: ModelConfig, measured: int) -> dict[str, int]:
-    """The estimate next to the measured RSS growth; the measurement alone if the estimate fails."""
+    """The estimate's two figures (with every chat full, and right after load) next to the measured RSS
+    growth; the measurement alone if the estimate fails."""
     from engine.catalog import models
     from engine.catalog.here import estimate_here
 
     try:
-        return {"estimated_bytes": estimate_here(models.describe(config.path), config).total_bytes,
-                "measured_bytes": measured}
+        result = estimate_here(models.describe(config.path), config)
     except Exception:  # noqa: BLE001 - an estimate that fails is reported as missing, not fatal
         return {"measured_bytes": measured}
+    return {"estimated_bytes": result.total_bytes, "estimated_after_load_bytes": result.after_load_bytes,
+            "measured_bytes": measured}
 
 
 def table(result: dict[str, Any]) -> str:
@@ -53,7 +55,9 @@ def table(result: dict[str, Any]) -> str:
         lines += _speculative_lines(result)
     if "memory" in result:
         memory = result["memory"]
-        estimate = f"estimated {memory['estimated_bytes'] / 2**20:.0f} MiB, " if "estimated_bytes" in memory else ""
+        estimate = (f"estimated {memory['estimated_after_load_bytes'] / 2**20:.0f} MiB after load, "
+                    f"{memory['estimated_bytes'] / 2**20:.0f} MiB with every chat full; "
+                    if "estimated_bytes" in memory else "")
         lines.append(f"memory: {estimate}measured {memory['measured_bytes'] / 2**20:.0f} MiB (RSS growth)")
     return "\n".join(lines)
 
@@ -88,4 +92,7 @@ def _speculative_lines(result: dict[str, Any]) -> list[str]:
         ratio = case["on_tok_s"] / case["off_tok_s"] if case["off_tok_s"] else 0.0
         lines.append(f"{case['tabs']:>5} {case['off_tok_s']:10.1f} {case['on_tok_s']:9.1f} {ratio:6.2f}x "
                      f"{case.get('on_off_median', ratio):11.2f}x {case['acceptance']:16.0%}")
+        if case.get("source") == "draft model":
+            lines.append(f"{'':>5} draft model: {case.get('accepted_fraction', 0.0):.0%} of its tokens accepted, "
+                         f"{case.get('draft_ms_share', 0.0):.0%} of the time drafting (medians)")
     return lines

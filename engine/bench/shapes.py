@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from engine.gpucheck.randgguf import LlamaShape
+from engine.randweights.gguf_model import LlamaShape
 
 # name -> shape: the model's own config.json (layers, hidden, intermediate, heads, KV heads, vocab, tied)
 SHAPES: dict[str, LlamaShape] = {
@@ -80,7 +80,7 @@ def write_q8_0(name: str, target: Path) -> Path:
     import gguf
 
     from engine.catalog.default_model import default_model_path
-    from engine.gpucheck.randgguf import shape_of, write_random
+    from engine.randweights.gguf_model import shape_of, write_random
 
     source = default_model_path()
     if source is None:

@@ -92,7 +92,7 @@ def _engine_parts(config: ModelConfig, parts: set[str], max_tokens: int) -> dict
     finally:
         bench.loop.shutdown()
     if "memory" in parts:
-        row.update(_memory(memory_figures(config, loaded), full))
+        row.update(memory_row(memory_figures(config, loaded), full))
     return row
 
 
@@ -136,12 +136,14 @@ def _prompt(bench: Bench) -> dict[str, Any]:
     return {"prompt_tokens": turn.prompt_tokens, "prompt_tok_s": turn.prompt_tokens / seconds}
 
 
-def _memory(figures: dict[str, int], full: int) -> dict[str, Any]:
-    estimated = figures.get("estimated_bytes")
-    row: dict[str, Any] = {"estimated_bytes": estimated, "rss_after_load_bytes": figures["measured_bytes"],
-                           "rss_kv_full_bytes": full}
-    if estimated:
-        row["estimate_error"] = {"after_load": estimated / figures["measured_bytes"] - 1.0,
+def memory_row(figures: dict[str, int], full: int) -> dict[str, Any]:
+    """Each figure of the estimate against its own measurement: the one after load against the RSS after
+    load, the one with every chat full against the RSS with a chat filled (the errors are estimate / RSS - 1)."""
+    estimated, after_load = figures.get("estimated_bytes"), figures.get("estimated_after_load_bytes")
+    row: dict[str, Any] = {"estimated_bytes": estimated, "estimated_after_load_bytes": after_load,
+                           "rss_after_load_bytes": figures["measured_bytes"], "rss_kv_full_bytes": full}
+    if estimated and after_load:
+        row["estimate_error"] = {"after_load": after_load / figures["measured_bytes"] - 1.0,
                                  "kv_full": estimated / full - 1.0}
     return row
 

@@ -11,6 +11,7 @@ import math
 import mmap
 import re
 import struct
+from collections.abc import Container
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -124,8 +125,9 @@ def read_gguf_header(path: Path) -> tuple[dict[str, Any], list[tuple[str, int, i
     return fields, tensors
 
 
-def read_gguf_shapes(path: Path) -> tuple[dict[str, Any], list[tuple[str, tuple[int, ...], str]]]:
-    """Metadata and (name, dimensions, type) of each tensor: what read_gguf_header sums up."""
+def read_gguf_shapes(path: Path, whole: Container[str] = ()) -> tuple[dict[str, Any], list[tuple[str, tuple[int, ...], str]]]:
+    """Metadata and (name, dimensions, type) of each tensor: what read_gguf_header sums up. Long arrays
+    are stepped over (a SkippedArray) but those named in `whole`, e.g. the vocabulary's tokens."""
     from gguf import GGMLQuantizationType
 
     with open(path, "rb") as stream, mmap.mmap(stream.fileno(), 0, access=mmap.ACCESS_READ) as data:
@@ -138,7 +140,7 @@ def read_gguf_shapes(path: Path) -> tuple[dict[str, Any], list[tuple[str, tuple[
         for _ in range(n_fields):
             key, offset = _read_string(data, offset)
             (kind,) = struct.unpack_from("<I", data, offset)
-            fields[key], offset = _read_value(data, offset + 4, kind)
+            fields[key], offset = _read_value(data, offset + 4, kind, key in whole)
         shapes = []
         for _ in range(n_tensors):
             name, offset = _read_string(data, offset)
@@ -156,7 +158,7 @@ def _read_string(data: mmap.mmap, offset: int) -> tuple[str, int]:
     return data[offset + 8:end].decode("utf-8", errors="replace"), end
 
 
-def _read_value(data: mmap.mmap, offset: int, kind: int) -> tuple[Any, int]:
+def _read_value(data: mmap.mmap, offset: int, kind: int, whole: bool = False) -> tuple[Any, int]:
     if kind == _STRING:
         return _read_string(data, offset)
     if kind != _ARRAY:
@@ -164,7 +166,7 @@ def _read_value(data: mmap.mmap, offset: int, kind: int) -> tuple[Any, int]:
         return value, offset + struct.calcsize(_SCALARS[kind])
     item_kind, length = struct.unpack_from("<IQ", data, offset)
     offset += 12
-    keep = length <= _KEEP_ARRAY
+    keep = whole or length <= _KEEP_ARRAY
     if item_kind in _SCALARS:
         size = struct.calcsize(_SCALARS[item_kind])
         values = list(struct.unpack_from(f"<{length}{_SCALARS[item_kind][1]}", data, offset)) if keep else None

@@ -9,13 +9,17 @@ a background job, and the next document or question reuses it.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
+log = logging.getLogger(__name__)
 MAX_TOKENS = 512  # what embedding models are trained on (BERT's 512); chunks are shorter than that
+_shared: dict[str, GgufEmbedder] = {}
+_shared_lock = threading.Lock()  # held while one loads: a second asker waits for it rather than load it twice
 
 
 class GgufEmbedder:
@@ -47,6 +51,7 @@ class GgufEmbedder:
             raise
         self._lock = threading.Lock()  # the worker's threads share one context
         self.path = str(file)
+        self.memory_bytes = embedder_bytes(self.path)  # what it holds, for the gauge
 
     def __call__(self, texts: Sequence[str]) -> np.ndarray:
         with self._lock:
@@ -65,3 +70,45 @@ class GgufEmbedder:
             if self._model:
                 self._llama.llama_model_free(self._model)
                 self._model = None
+
+
+def embedder_bytes(path: str) -> int:
+    """The memory estimate's figure for `path` loaded as the embedder (its file, one context of MAX_TOKENS);
+    0 where its header cannot be read."""
+    from engine.catalog.description import ModelReadError
+    from engine.catalog.here import total_ram
+    from engine.catalog.memory import embedding_model_estimate
+    from engine.catalog.models import describe
+
+    try:
+        return embedding_model_estimate(describe(path), total_ram(), MAX_TOKENS).total_bytes
+    except (ModelReadError, OSError, ValueError) as error:
+        log.info("no memory estimate for the embedding model %s: %s", path, error)
+        return 0
+
+
+def shared_embedder(path: str) -> GgufEmbedder:
+    """The embedder of `path`, loaded by the first thread that asks (the document worker's) and kept for every tab.
+    Blocks while another thread loads it: never call it on the GUI thread before `loaded_embedder` says it is in."""
+    with _shared_lock:
+        found = _shared.get(path)
+        if found is None:
+            found = _shared[path] = GgufEmbedder(path)
+        return found
+
+
+def loaded_embedder(path: str) -> GgufEmbedder | None:
+    """The embedder of `path` if it is loaded; never waits, never loads."""
+    return _shared.get(path)
+
+
+def loaded_embedders() -> list[GgufEmbedder]:
+    return list(_shared.values())
+
+
+def close_embedders() -> None:
+    """Free every shared embedder (at exit, and in tests: the next asker loads it again, as after a restart)."""
+    with _shared_lock:
+        for embedder in _shared.values():
+            embedder.close()
+        _shared.clear()

@@ -12,27 +12,21 @@ file of the model has been verified.
 
 from __future__ import annotations
 
-import errno
-import hashlib
 import os
 import shutil
-import time
 from pathlib import Path
-from typing import Any, BinaryIO, Callable, Sequence
+from typing import Callable, Sequence
 
 from engine.units import format_bytes
 from engine.hub.cache_layout import CacheLayout
-from engine.hub.client import gated, headers, translate
-from engine.hub.errors import (ConnectionLost, DownloadBusy, DownloadCancelled, FileNotOnHub, HubError, NotEnoughDisk,
-                               VerificationFailed)
+from engine.hub.checksum import Hasher, hash_file, mismatch
+from engine.hub.errors import DownloadBusy, HubError, NotEnoughDisk, VerificationFailed
 from engine.hub.listing import HubFile, ModelChoice, RepoListing
 from engine.hub.progress import Meter, Progress
 from engine.hub.remote import file_url
-from engine.hub.settings import READ_TIMEOUT_S, HubSettings
+from engine.hub.settings import HubSettings
+from engine.hub.transfer import receive_with_retries
 
-CHUNK = 1 << 20
-RETRIES = 2  # a dropped connection is resumed this many times before the user is told
-RETRY_WAIT_S = (0.5, 1.5)
 DISK_MARGIN = 32 << 20
 Cancelled = Callable[[], bool]
 
@@ -128,10 +122,10 @@ def _verify_existing(path: Path, file: HubFile, meter: Meter, cancelled: Cancell
     # bytes another tool left (hf_hub_download does not check hashes) are trusted only once checked
     meter.stage, meter.file = "checking", file.path
     hasher = Hasher(file)
-    _hash_file(path, hasher, meter, cancelled)
+    hash_file(path, hasher, meter, cancelled)
     if not hasher.matches():
         path.unlink()
-        raise _mismatch(file, hasher, "already in the cache")
+        raise mismatch(file, hasher, "already in the cache")
     meter.add_done(file.size, reused=True)
 
 
@@ -145,167 +139,13 @@ def _fetch(layout: CacheLayout, commit: str, file: HubFile, settings: HubSetting
     meter.file = file.path
     if partial.exists():  # a download cancelled, cut off or crashed before: resume after its bytes
         meter.stage = "checking"
-        _hash_file(partial, hasher, meter, cancelled)
+        hash_file(partial, hasher, meter, cancelled)
         meter.add_done(partial.stat().st_size, reused=True)
     meter.stage = "downloading"
     url = file_url(settings, layout.repo_id, commit, file.path)
-    _receive_with_retries(url, partial, file, hasher, settings, meter, cancelled)
+    receive_with_retries(url, partial, file, hasher, settings, meter, cancelled)
     if not hasher.matches():
         partial.unlink()
-        raise _mismatch(file, hasher, "downloaded")
+        raise mismatch(file, hasher, "downloaded")
     os.replace(partial, layout.blob(file))
 
-
-def _mismatch(file: HubFile, hasher: "Hasher", what: str) -> VerificationFailed:
-    kind = "sha256" if file.sha256 else "git object id"
-    return VerificationFailed(f"{file.path} was {what}, but its {kind} is {hasher.hexdigest()[:16]}…, not "
-                              f"{file.etag[:16]}… as the Hub says: the file is damaged (or was altered on the way) "
-                              "and has been deleted. Nothing was added to your models; download it again.")
-
-
-def _receive_with_retries(url: str, partial: Path, file: HubFile, hasher: "Hasher", settings: HubSettings,
-                          meter: Meter, cancelled: Cancelled) -> None:
-    for attempt in range(RETRIES + 1):
-        have = partial.stat().st_size if partial.exists() else 0
-        if have >= file.size:
-            return
-        try:
-            _receive(url, partial, have, file, hasher, settings, meter, cancelled)
-            return
-        except _Dropped as dropped:
-            if attempt == RETRIES:
-                done = partial.stat().st_size if partial.exists() else 0
-                raise ConnectionLost(f"The connection to the Hub was lost while downloading {file.path} "
-                                     f"({dropped.reason}), with {format_bytes(done)} of {format_bytes(file.size)} "
-                                     "received. What arrived is kept: download again to resume from there.") \
-                    from dropped
-            _wait(RETRY_WAIT_S[min(attempt, len(RETRY_WAIT_S) - 1)], cancelled)
-
-
-class _Dropped(Exception):
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
-
-
-def _wait(seconds: float, cancelled: Cancelled) -> None:
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        if cancelled():
-            raise DownloadCancelled("Download cancelled; what arrived is kept for the next try.")
-        time.sleep(0.05)
-
-
-def _receive(url: str, partial: Path, have: int, file: HubFile, hasher: "Hasher", settings: HubSettings,
-             meter: Meter, cancelled: Cancelled) -> None:
-    from huggingface_hub.utils import get_session
-
-    request = {**headers(settings), "Range": f"bytes={have}-", "Accept-Encoding": "identity"}
-    try:
-        with get_session().stream("GET", url, headers=request, timeout=READ_TIMEOUT_S) as response:
-            have = _start_at(response, partial, have, file, hasher, settings, meter)
-            with _open_partial(partial, have) as stream:
-                _copy(response, stream, have, file, hasher, meter, cancelled)
-    except (HubError, _Dropped):
-        raise
-    except OSError as error:
-        if error.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)):
-            raise NotEnoughDisk(f"The disk filled up while downloading {file.path}. What arrived is kept "
-                                "(not offered as a model): free some space and download again to resume.") from error
-        if _is_network(error):
-            raise _Dropped(str(error) or type(error).__name__) from error
-        raise HubError(f"Writing {partial} failed: {error}") from error
-    except Exception as error:
-        if _is_network(error):
-            raise _Dropped(" ".join(str(error).split()) or type(error).__name__) from error
-        raise translate(error, settings, None) from error
-
-
-def _is_network(error: BaseException) -> bool:
-    names = {cls.__name__ for cls in type(error).__mro__}
-    return bool(names & {"TransportError", "TimeoutException", "NetworkError", "RemoteProtocolError"}) or \
-        isinstance(error, (ConnectionError, TimeoutError))
-
-
-def _start_at(response: Any, partial: Path, have: int, file: HubFile, hasher: "Hasher", settings: HubSettings,
-              meter: Meter) -> int:
-    """Where the bytes of this response start in the file; refuses an error response with its reason."""
-    status = response.status_code
-    if status in (401, 403):
-        raise gated(settings, meter.repo_id, status)
-    if status == 404:
-        raise FileNotOnHub(f"{file.path} is no longer in {meter.repo_id} at this revision; list its files again.")
-    if status >= 400:
-        raise _Dropped(f"the server answered {status}") if status >= 500 else \
-            HubError(f"The Hub refused {file.path} ({status}).")
-    if status == 206 and _range_start(response) == have:
-        return have
-    # a whole file (200) although a range was asked for: start again from zero
-    meter.add_done(-have, reused=False)
-    hasher.reset()
-    partial.unlink(missing_ok=True)
-    return 0
-
-
-def _range_start(response: Any) -> int:
-    value = response.headers.get("Content-Range", "")  # "bytes 100-199/200"
-    try:
-        return int(value.split()[1].split("-")[0])
-    except (IndexError, ValueError):
-        return -1
-
-
-def _open_partial(partial: Path, have: int) -> BinaryIO:
-    """The .incomplete file, positioned to append after the `have` bytes already there."""
-    stream = open(partial, "r+b" if have else "wb")
-    stream.seek(have)
-    stream.truncate()
-    return stream
-
-
-def _copy(response: Any, stream: BinaryIO, have: int, file: HubFile, hasher: "Hasher", meter: Meter,
-          cancelled: Cancelled) -> None:
-    for chunk in response.iter_bytes(CHUNK):
-        if cancelled():
-            raise DownloadCancelled(f"Download cancelled with {format_bytes(have)} of {format_bytes(file.size)} of "
-                                    f"{file.path} received; they are kept, and the next download resumes there.")
-        chunk = chunk[: file.size - have]  # never more than the file is
-        stream.write(chunk)
-        hasher.update(chunk)
-        have += len(chunk)
-        meter.add_done(len(chunk), reused=False, file=file.path)
-        if have >= file.size:
-            return
-    raise _Dropped(f"the server sent {format_bytes(have)} of {format_bytes(file.size)} and stopped")
-
-
-def _hash_file(path: Path, hasher: "Hasher", meter: Meter, cancelled: Cancelled) -> None:
-    with open(path, "rb") as stream:
-        while chunk := stream.read(8 * CHUNK):
-            if cancelled():
-                raise DownloadCancelled("Download cancelled while checking what was already on disk.")
-            hasher.update(chunk)
-            meter.tick()
-
-
-class Hasher:
-    """sha256 for LFS files; git's object id (sha1 of "blob SIZE\\0" + bytes) for the small ones."""
-
-    def __init__(self, file: HubFile) -> None:
-        self.file = file
-        self.reset()
-
-    def reset(self) -> None:
-        if self.file.sha256:
-            self._hash = hashlib.sha256()
-        else:
-            self._hash = hashlib.sha1(f"blob {self.file.size}\0".encode())
-
-    def update(self, data: bytes) -> None:
-        self._hash.update(data)
-
-    def hexdigest(self) -> str:
-        return self._hash.hexdigest()
-
-    def matches(self) -> bool:
-        return self.hexdigest() == self.file.etag.lower()

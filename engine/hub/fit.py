@@ -30,8 +30,9 @@ class Fit:
     choice: ModelChoice
     level: Level
     need_bytes: int  # on the device that must hold it (VRAM on a GPU, else RAM)
-    message: str  # "Needs about 1.2 GiB; 14.0 GiB of 15.5 GiB RAM free."
+    message: str  # "Needs about 1.0 GiB once loaded, up to 1.2 GiB with every chat full; 14.0 GiB of 15.5 GiB RAM free."
     suggestion: str  # what would make it fit; "" when it fits
+    after_load_bytes: int = 0  # on that device right after load, before the chats fill (need_bytes: all full)
 
 
 @dataclass(frozen=True)
@@ -41,9 +42,18 @@ class FitReport:
     why: str  # one line
     memory: DeviceMemory
     ram_bytes: int = 0  # the machine's RAM the verdicts were made for (the prompt copy's "auto" depends on it)
+    # choice key -> its model's description: a choice changed after the look (another projector) is judged again
+    descriptions: dict[str, ModelDescription] = dataclasses.field(default_factory=dict, compare=False, repr=False)
 
     def fit(self, key: str) -> Fit:
         return next(fit for fit in self.fits if fit.choice.key == key)
+
+    def refit(self, choice: ModelChoice, config: ModelConfig) -> Fit | None:
+        """The verdict for `choice` as changed since (its projector picked by the user), read from nothing new."""
+        model = self.descriptions.get(choice.key)
+        if model is None:
+            return None
+        return _fit(choice, model, config, self.memory, self.memory.device != "cpu", self.ram_bytes)
 
 
 def target_memory(config: ModelConfig) -> tuple[DeviceMemory, bool]:
@@ -67,7 +77,7 @@ def assess(listing: RepoListing, descriptions: dict[str, ModelDescription], conf
     fits = tuple(_fit(choice, descriptions[choice.key], config, memory, has_gpu, ram_bytes)
                  for choice in listing.choices if choice.key in descriptions)
     recommended, why = recommend(fits, memory, config)
-    return FitReport(fits, recommended, why, memory, ram_bytes)
+    return FitReport(fits, recommended, why, memory, ram_bytes, dict(descriptions))
 
 
 def config_for(choice: ModelChoice, config: ModelConfig, path: str = "") -> ModelConfig:
@@ -84,7 +94,8 @@ def _fit(choice: ModelChoice, model: ModelDescription, config: ModelConfig, memo
     result = estimate(model, config_for(choice, config, model.path), has_gpu=has_gpu, total_memory=ram_bytes,
                       projector_bytes=projector)
     answer = verdict(result, memory.free_bytes, memory.total_bytes)
-    return Fit(choice, answer.level, result.device_bytes, answer.message, answer.suggestion)
+    return Fit(choice, answer.level, result.device_bytes, answer.message, answer.suggestion,
+               result.device_after_load_bytes)
 
 
 def _what(choice: ModelChoice) -> str:

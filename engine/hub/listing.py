@@ -6,7 +6,7 @@ sha256 for LFS files, the git blob id for the small ones; the download checks bo
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import PurePosixPath
 from typing import Any, Literal
 
@@ -64,6 +64,10 @@ class ModelChoice:
     def projector(self) -> HubFile | None:
         """The vision projector fetched with a GGUF model (llama.cpp reads pictures through it), if the repo has one."""
         return next((file for file in self.files if self.kind == "gguf" and is_projector(file.path)), None)
+
+    def with_projector(self, projector: HubFile) -> ModelChoice:
+        """The same model fetched with another of its folder's projectors (Get models lets the user pick one)."""
+        return replace(self, files=(*self.model_files, projector))
 
     @property
     def label(self) -> str:
@@ -139,10 +143,16 @@ def gguf_choices(files: tuple[HubFile, ...]) -> list[ModelChoice]:
 def projector_for(model_path: str, files: tuple[HubFile, ...]) -> HubFile | None:
     """The projector to fetch with a model: one in the model's own folder (where llama.cpp's loaders and Hearth look
     for it), the most precise first: F16 (what llama-server's -hf takes), then BF16, F32, Q8_0, then any."""
+    found = projectors_for(model_path, files)
+    return found[0] if found else None
+
+
+def projectors_for(model_path: str, files: tuple[HubFile, ...]) -> tuple[HubFile, ...]:
+    """Every projector in the model's folder, in that order: the one fetched unless the user picks another first."""
     folder = PurePosixPath(model_path).parent
     here = [file for file in files if is_projector(file.path) and PurePosixPath(file.path).parent == folder]
-    return min(here, key=lambda file: (_PROJECTOR_ORDER.get(quant_from_name(file.path).upper(), len(_PROJECTOR_ORDER)),
-                                       file.path), default=None)
+    return tuple(sorted(here, key=lambda file: (
+        _PROJECTOR_ORDER.get(quant_from_name(file.path).upper(), len(_PROJECTOR_ORDER)), file.path)))
 
 
 _PROJECTOR_ORDER = {"F16": 0, "BF16": 1, "F32": 2, "Q8_0": 3}

@@ -16,6 +16,7 @@ import numpy as np
 from engine.protocol import ModelConfig
 from engine.quantcheck.vocabulary import Vocabulary
 from engine.runners.base import RunnerError
+from engine.runners.hf.gguf_tokens import repair_gguf_tokens
 from engine.runners.hf.load import check_folder, resolve_source
 
 Progress = Callable[[float, str], None]
@@ -35,6 +36,8 @@ def read_vocabulary(path: str) -> Vocabulary:
         tokenizer = AutoTokenizer.from_pretrained(str(source.folder), **kwargs)
     except Exception as error:  # transformers raises many kinds; one sentence is enough here
         raise RunnerError(f"{source.folder}: the tokenizer could not be loaded ({error}).") from error
+    if source.gguf_file:  # as the runner reads it: the special tokens transformers garbles put back
+        tokenizer = repair_gguf_tokens(tokenizer, source.folder / source.gguf_file)
     return vocabulary_of(tokenizer)
 
 

@@ -15,7 +15,7 @@ log-probabilities of the tokens it returns where params.logprobs asks (step_logp
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Protocol, Sequence
+from typing import Callable, Protocol, Sequence, cast
 
 from engine.parsing.formats import OutputFormat
 from engine.protocol import ChatMessage, Constraint, ModelInfo, SamplingParams, TokenLogprob, ToolSpec
@@ -49,6 +49,20 @@ class Detokenizer(Protocol):
 
     def flush(self) -> str:
         """Whatever is still held back at the end of a turn."""
+
+
+class Drafter(Protocol):
+    """A draft model beside the runner's model (runners/llamacpp/draft_model.py): guesses for several slots at
+    once, one batched pass of the draft model per guessed position."""
+
+    size_ratio: float  # its weights over the model's: what a drafted token costs before any is timed
+    seconds_per_token: float | None  # measured per drafted token; None until a draft was made
+
+    def draft(self, wants: Sequence[tuple[int, Sequence[int], int]], is_end: Callable[[int], bool]) -> list[list[int]]:
+        """For each (slot, the slot's chat's tokens so far, most tokens wanted): its guessed next tokens."""
+
+    def read(self, slot: int, tokens: Sequence[int]) -> None:
+        """The slot's chat's tokens so far, read while the model reads them (a prompt), not at its first draft."""
 
 
 class Runner(Protocol):
@@ -121,6 +135,28 @@ class Runner(Protocol):
     def kv_cache_bytes(self) -> int: ...
 
     def close(self) -> None: ...
+
+
+class PictureEncoding(Protocol):
+    """Pictures encoded beside the steps (the llama.cpp runner's `pictures` where its projector is on the CPU)."""
+
+    def readable_until(self, tokens: Sequence[int]) -> int:
+        """How many of a prompt's `tokens` still to read can be read now: up to a picture still being encoded."""
+
+    def wait_encoding(self, timeout: float) -> None:
+        """Until a picture's encode ends, or `timeout` seconds."""
+
+
+def picture_encoding_of(runner: object) -> PictureEncoding | None:
+    """Where a runner encodes pictures beside its steps: its `pictures`; None where it has none to wait for."""
+    pictures = getattr(runner, "pictures", None)
+    return cast(PictureEncoding, pictures) if hasattr(pictures, "readable_until") else None
+
+
+def drafter_of(runner: object) -> Drafter | None:
+    """The draft model loaded beside a runner's model (ModelConfig.draft_model): the llama.cpp runner's
+    `drafter`; None where there is none or the backend takes none."""
+    return cast("Drafter | None", getattr(runner, "drafter", None))
 
 
 class RunnerError(Exception):

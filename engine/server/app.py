@@ -10,7 +10,6 @@ allowed unless listed: CORS), and the API key.
 from __future__ import annotations
 
 import hmac
-import json
 import logging
 import time
 from contextlib import asynccontextmanager
@@ -32,7 +31,8 @@ from engine.protocol import Embed, ModelInfo, Submit
 from engine.server import schema
 from engine.server.anthropic_reply import MessageReply
 from engine.server.anthropic_request import MessagesRequest, messages_submit
-from engine.server.chat_mapping import chat_submit, completion_submit
+from engine.server.bodies import read_json
+from engine.server.chat_mapping import chat_submit, completion_submit, server_tool_names
 from engine.server.embeddings import EmbeddingsRequest, embeddings_body, texts_of
 from engine.server.errors import ApiError, anthropic_error_body, anthropic_shaped, error_body
 from engine.server.library import model_id
@@ -40,13 +40,15 @@ from engine.server.model_routes import ModelRoutes, keep_alive_of
 from engine.server.options import ServerOptions, is_loopback
 from engine.server.responses import Reply
 from engine.server.responses_api_reply import ResponseReply
-from engine.server.responses_api_request import ResponsesRequest, responses_submit
+from engine.server.responses_api_request import ResponsesRequest, responses_server_tools, responses_submit
 from engine.server.streams import Encoder, TurnResponse, TurnStream
-from engine.server.turns import RETRY_AFTER_S, TurnDesk, new_chat_id
+from engine.server.tool_loop import ToolLoopTurn
+from engine.server.turns import RETRY_AFTER_S, AnswerTurn, TurnDesk, new_chat_id
+from engine.server.voice_routes import VoiceRoutes
+from engine.server.web_tools import ServerToolRan
 
 log = logging.getLogger(__name__)
 PUBLIC_PATHS = ("/health",)
-DRAIN_LIMIT_BYTES = 64 * 2**20  # past this, a too-large body is not read to its end before the 413
 
 
 class Gate:
@@ -114,9 +116,11 @@ class Routes:
         body = schema.parse(schema.ChatRequest, raw)
         schema.check_chat(body)
         info, keep_alive_s = await self.model(body.model, raw)
-        submit = chat_submit(new_chat_id(), body, info.context_length)
+        server_tools = self.options.server_tools
+        submit = chat_submit(new_chat_id(), body, info.context_length, server_tools)
         reply = Reply("chat", model_id(info), include_usage=_usage_asked(body))
-        return await self.answer(self.routed(submit, info, keep_alive_s), reply, body.stream)
+        return await self.answer(self.routed(submit, info, keep_alive_s), reply, body.stream,
+                                 server_tool_names(body, server_tools), reply.record_step)
 
     async def completion(self, request: Request) -> Response:
         raw = await read_json(request, self.options.max_body_bytes)
@@ -141,7 +145,9 @@ class Routes:
         raw = await read_json(request, self.options.max_body_bytes)
         body = schema.parse(ResponsesRequest, raw)
         info, keep_alive_s = await self.model(body.model, raw)
-        submit = self.routed(responses_submit(new_chat_id(), body, info.context_length), info, keep_alive_s)
+        server_tools = self.options.server_tools
+        submit = self.routed(responses_submit(new_chat_id(), body, info.context_length, server_tools), info,
+                             keep_alive_s)
         echo = {"instructions": body.instructions, "max_output_tokens": body.max_output_tokens,
                 "temperature": body.temperature, "top_p": body.top_p,
                 "parallel_tool_calls": submit.parallel_tool_calls,
@@ -151,7 +157,8 @@ class Routes:
         if body.top_logprobs is not None:
             echo["top_logprobs"] = body.top_logprobs
         reply = ResponseReply(model_id(info), echo, logprobs=submit.sampling.logprobs is not None)
-        return await self.answer(submit, reply, body.stream)
+        return await self.answer(submit, reply, body.stream, responses_server_tools(body, server_tools),
+                                 reply.record_step)
 
     async def embeddings(self, request: Request) -> Response:
         raw = await read_json(request, self.options.max_body_bytes)
@@ -173,45 +180,21 @@ class Routes:
             raise ApiError(400, f"{cannot_see(info)}.", param="messages", code="model_cannot_see")
         return replace(submit, model=info.path, keep_alive_s=keep_alive_s)
 
-    async def answer(self, submit: Submit, encoder: Encoder, stream: bool) -> Response:
-        """The one engine path of every API: the turn goes in as a Submit, the encoder spells the answer."""
-        turn = await self.desk.open(submit)
+    async def answer(self, submit: Submit, encoder: Encoder, stream: bool, run_here: tuple[str, ...] = (),
+                     on_step: Callable[[ServerToolRan], None] = lambda step: None) -> Response:
+        """The one engine path of every API: the turn goes in as a Submit, the encoder spells the answer.
+        `run_here`: the server's own tools the request asked for; their calls are run here, round after round."""
+        first = await self.desk.open(submit)
+        turn: AnswerTurn = first
+        if run_here:
+            tools = self.options.server_tools
+            asked = replace(tools, tools=tuple(tool for tool in tools.tools if tool.name in run_here))
+            turn = ToolLoopTurn(first, self.desk, asked, on_step)
         return TurnStream(turn, self.desk, encoder) if stream else TurnResponse(turn, self.desk, encoder)
 
 
 def _usage_asked(body: schema.ChatRequest | schema.CompletionRequest) -> bool:
     return bool(body.stream and body.stream_options and body.stream_options.include_usage)
-
-
-async def read_json(request: Request, limit: int) -> Any:
-    declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > limit:
-        await _drain(request, int(declared))
-        raise _too_large(limit)
-    body = bytearray()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > limit:
-            await _drain(request, DRAIN_LIMIT_BYTES)
-            raise _too_large(limit)
-    if not body:
-        raise ApiError(400, "The request has no body: send a JSON object.")
-    try:
-        return json.loads(body)
-    except (ValueError, UnicodeDecodeError) as error:
-        raise ApiError(400, f"The body is not valid JSON: {error}.") from None
-
-
-async def _drain(request: Request, size: int) -> None:
-    """Read a refused body to its end, so the client gets to read the 413 instead of a reset."""
-    if size > DRAIN_LIMIT_BYTES:
-        return
-    async for _ in request.stream():
-        pass
-
-
-def _too_large(limit: int) -> ApiError:
-    return ApiError(413, f"The request body is larger than {limit // 2**20} MiB.", code="body_too_large")
 
 
 # ---------------------------------------------------------------- errors
@@ -252,19 +235,23 @@ def _error_json(request: Request, status: int, message: str) -> Response:
 
 def build_app(desk: TurnDesk, options: ServerOptions, on_startup: Callable[[], None] | None = None) -> Starlette:
     routes = Routes(desk, options)
+    voice = VoiceRoutes(options)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         if on_startup is not None:
             on_startup()
-        yield
+        try:
+            yield
+        finally:
+            voice.close()
 
     middleware = [Middleware(Gate, options=options)]
     if options.cors_origins:  # outermost: a browser's preflight is answered before the key is asked
         middleware.insert(0, Middleware(CORSMiddleware, allow_origins=list(options.cors_origins),
                                         allow_methods=["GET", "POST", "OPTIONS"],
                                         allow_headers=["Authorization", "Content-Type", "X-Api-Key"]))
-    return Starlette(
+    app = Starlette(
         routes=[Route("/health", routes.health, methods=["GET"]),
                 Route("/v1/models", routes.models.models, methods=["GET"]),
                 Route("/v1/models/{model_id:path}/load", routes.models.load, methods=["POST"]),
@@ -273,7 +260,11 @@ def build_app(desk: TurnDesk, options: ServerOptions, on_startup: Callable[[], N
                 Route("/v1/completions", routes.completion, methods=["POST"]),
                 Route("/v1/messages", routes.messages, methods=["POST"]),
                 Route("/v1/responses", routes.responses, methods=["POST"]),
-                Route("/v1/embeddings", routes.embeddings, methods=["POST"])],
+                Route("/v1/embeddings", routes.embeddings, methods=["POST"]),
+                Route("/v1/audio/transcriptions", voice.transcriptions, methods=["POST"]),
+                Route("/v1/audio/speech", voice.speech, methods=["POST"])],
         middleware=middleware,
         exception_handlers={ApiError: _api_error, HTTPException: _http_error, Exception: _server_error},
         lifespan=lifespan)
+    app.state.voice = voice
+    return app

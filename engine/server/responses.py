@@ -22,6 +22,7 @@ from engine.protocol import (
     Event, Logprobs, ReasoningText, Token, TokenLogprob, ToolCall, ToolCallArguments, ToolCallStarted, TurnFinished,
 )
 from engine.server.errors import ApiError, error_body
+from engine.server.web_tools import ServerToolRan
 
 Kind = Literal["chat", "completion"]
 DONE = "[DONE]"
@@ -41,6 +42,7 @@ class Reply:
     created: int = field(default_factory=lambda: int(time.time()))
     include_usage: bool = False  # a stream's last chunk: the usage (stream_options.include_usage)
     text_offset: int = 0  # plain completions' logprobs count characters from here (the prompt's length)
+    server_steps: list[ServerToolRan] = field(default_factory=list)  # the calls the server ran (its own tools)
 
     def __post_init__(self) -> None:
         if not self.id:
@@ -61,6 +63,8 @@ class Reply:
         choice: dict[str, Any] = {"index": 0, "finish_reason": reason, "logprobs": self._logprobs(logprobs)}
         if self.kind == "chat":
             choice["message"] = chat_message(finished)
+            if self.server_steps:
+                choice["message"]["server_tool_calls"] = [step.as_json() for step in self.server_steps]
         else:
             choice["text"] = finished.text
         if note:
@@ -101,7 +105,12 @@ class Reply:
     def opening(self, prompt_tokens: int = 0, cached_tokens: int = 0) -> list[str]:
         return [self._chunk({"role": "assistant", "content": ""})]
 
-    def event(self, event: Event) -> list[str]:
+    def record_step(self, step: ServerToolRan) -> None:
+        self.server_steps.append(step)
+
+    def event(self, event: Event | ServerToolRan) -> list[str]:
+        if isinstance(event, ServerToolRan):  # a step, whole, between two of the model's answers
+            return [self._chunk({"server_tool_calls": [event.as_json()]})]
         if isinstance(event, Token) and event.text:
             return [self._chunk({"content": event.text}, text=event.text)]
         if self.kind != "chat":

@@ -27,6 +27,8 @@ from engine.protocol import (
 )
 from engine.server.errors import ApiError
 from engine.server.responses import chat_logprob
+from engine.server.web_tools import ServerToolRan
+from engine.tools.builtin.web_search import NAME as WEB_SEARCH
 
 
 def _id(prefix: str) -> str:
@@ -47,6 +49,7 @@ class ResponseReply:
     _sequence: int = 0
     _unsent: str = ""  # the open message's text not yet sent: it waits for its log-probabilities
     _message_logprobs: list[dict[str, Any]] = field(default_factory=list)  # the open message's, so far
+    _steps: list[dict[str, Any]] = field(default_factory=list)  # web_search_call items: the server's own calls
 
     def _response(self, status: str, output: list[dict[str, Any]], finished: TurnFinished | None,
                   error: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -60,8 +63,11 @@ class ResponseReply:
 
     # ------------------------------------------------------------ whole answers
 
+    def record_step(self, step: ServerToolRan) -> None:
+        self._steps.append(step_item(step))
+
     def complete(self, finished: TurnFinished, logprobs: list[TokenLogprob]) -> dict[str, Any]:
-        output = []
+        output = list(self._steps)  # the server's own calls came first, each a round before the answer
         if finished.reasoning:
             output.append(reasoning_item(finished.reasoning))
         if finished.text or not finished.tool_calls:
@@ -85,7 +91,12 @@ class ResponseReply:
         started = self._response("in_progress", [], None)
         return [self._sse("response.created", response=started), self._sse("response.in_progress", response=started)]
 
-    def event(self, event: Event) -> list[ServerSentEvent | str]:
+    def event(self, event: Event | ServerToolRan) -> list[ServerSentEvent | str]:
+        if isinstance(event, ServerToolRan):  # whole when it comes: added and done at once
+            item = step_item(event)
+            opened = self._start({**item, "status": "in_progress"})
+            self._items[-1] = item
+            return [*opened, self._sse("response.web_search_call.completed", **self._where()), *self._close()]
         if isinstance(event, ReasoningText) and event.text:
             opened = self._start(reasoning_item("", "in_progress")) if self._kind() != "reasoning" else []
             self._items[-1]["content"][0]["text"] += event.text
@@ -147,6 +158,8 @@ class ResponseReply:
             item["content"][0]["logprobs"] = logprobs
             events += [self._sse("response.output_text.done", **where, content_index=0, text=text, logprobs=logprobs),
                        self._sse("response.content_part.done", **where, content_index=0, part=item["content"][0])]
+        elif item["type"] == "web_search_call":
+            pass  # nothing streamed inside it
         elif item["type"] == "reasoning":
             events.append(self._sse("response.reasoning_text.done", **where, content_index=0,
                                     text=item["content"][0]["text"]))
@@ -189,6 +202,21 @@ def reasoning_item(text: str, status: str = "completed") -> dict[str, Any]:
 def call_item(item_id: str, call_id: str, name: str, arguments: str, status: str = "completed") -> dict[str, Any]:
     return {"type": "function_call", "id": item_id, "call_id": call_id, "name": name, "arguments": arguments,
             "status": status}
+
+
+def step_item(step: ServerToolRan) -> dict[str, Any]:
+    """A call the server ran, as the Responses API shows its hosted search: a web_search_call item whose action
+    is a search (web_search) or the opening of a page (fetch_page); what it gave rides along in `output`."""
+    try:
+        arguments = json.loads(step.call.arguments)
+    except ValueError:
+        arguments = {}
+    arguments = arguments if isinstance(arguments, dict) else {}
+    action = ({"type": "search", "query": arguments.get("query", "")} if step.call.name == WEB_SEARCH else
+              {"type": "open_page", "url": arguments.get("url", "")})
+    return {"type": "web_search_call", "id": "ws_" + step.call.id.removeprefix("call_"), "status": "completed",
+            "action": action, "output": step.result.text, "is_error": step.result.is_error,
+            "sources": list(step.result.sources)}
 
 
 def usage(finished: TurnFinished) -> dict[str, Any]:

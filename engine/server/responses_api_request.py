@@ -18,6 +18,7 @@ from pydantic import ConfigDict, Field
 from engine.protocol import ChatMessage, Constraint, ImagePart, SamplingParams, Submit, ToolCall, ToolSpec
 from engine.server import tooling
 from engine.server.schema import _Strict, picture_at
+from engine.server.web_tools import TYPE_ALIASES, ServerTools
 
 
 class ContentPart(_Strict):
@@ -71,6 +72,7 @@ class ResponsesRequest(_Strict):
     parallel_tool_calls: bool | None = None
     text: TextOptions | None = None
     reasoning: ReasoningOptions | None = None
+    reasoning_budget: int | None = Field(default=None, ge=-1)  # as on /v1/chat/completions: -1 no limit, 0 none
     max_output_tokens: int | None = Field(default=None, ge=1)
     temperature: float | None = Field(default=None, ge=0.0, le=2.0)
     top_p: float | None = Field(default=None, ge=0.0, le=1.0)
@@ -83,15 +85,17 @@ class ResponsesRequest(_Strict):
     metadata: Any = None
 
 
-def responses_submit(chat_id: str, request: ResponsesRequest, context_length: int) -> Submit:
+def responses_submit(chat_id: str, request: ResponsesRequest, context_length: int,
+                     server_tools: ServerTools | None = None) -> Submit:
     if request.previous_response_id:
         raise tooling.bad("previous_response_id", "this server keeps no responses: send the whole conversation "
                           "as 'input' items instead.")
-    tools = _tools(request.tools or [])
+    tools = _tools(request.tools or [], server_tools or ServerTools())
     given: dict[str, Any] = {"temperature": request.temperature, "top_p": request.top_p, "seed": request.seed}
     sampling = SamplingParams(**{name: value for name, value in given.items() if value is not None},
                               repeat_penalty=1.0, max_new_tokens=request.max_output_tokens or context_length,
-                              constraint=_constraint(request.text), logprobs=wanted_logprobs(request))
+                              constraint=_constraint(request.text), logprobs=wanted_logprobs(request),
+                              reasoning_budget=None if request.reasoning_budget in (None, -1) else request.reasoning_budget)
     effort = request.reasoning.effort if request.reasoning else None
     choice = _tool_choice(request.tool_choice, tools)
     return Submit(chat_id, _messages(request), sampling, tools=tools, tool_choice=choice,
@@ -109,14 +113,25 @@ def wanted_logprobs(request: ResponsesRequest) -> int | None:
     return None
 
 
-def _tools(tools: list[FunctionTool]) -> tuple[ToolSpec, ...]:
+def _tools(tools: list[FunctionTool], server_tools: ServerTools) -> tuple[ToolSpec, ...]:
     specs = []
     for index, tool in enumerate(tools):
         if tool.type != "function":
-            raise tooling.bad(f"tools[{index}].type", f"the built-in tool {tool.type!r} does not run here: give "
-                              "function tools and run them yourself.")
+            spec = server_tools.spec(tool.type)
+            if spec is None:
+                raise tooling.bad(f"tools[{index}].type", f"the built-in tool {tool.type!r} does not run here: give "
+                                  "function tools and run them yourself (hearth-serve --tools web runs web_search "
+                                  "and fetch_page itself).")
+            specs.append(spec)
+            continue
         specs.append(tooling.tool_spec(tool.name, tool.description, tool.parameters, f"tools[{index}]"))
     return tooling.unique_tools(specs, "tools")
+
+
+def responses_server_tools(request: ResponsesRequest, server_tools: ServerTools) -> tuple[str, ...]:
+    """The tools the request asked the server to run ({"type": "web_search"}), by name."""
+    return tuple(spec.name for tool in request.tools or () if tool.type != "function"
+                 for spec in [server_tools.spec(tool.type)] if spec is not None)
 
 
 def _tool_choice(choice: str | dict[str, Any] | None, tools: tuple[ToolSpec, ...]) -> str:
@@ -124,7 +139,10 @@ def _tool_choice(choice: str | dict[str, Any] | None, tools: tuple[ToolSpec, ...
         return "auto"
     if isinstance(choice, str):
         return tooling.tool_choice(choice, None, tools, "tool_choice")
-    if choice.get("type") != "function" or not isinstance(choice.get("name"), str):
+    kind = choice.get("type")
+    if isinstance(kind, str) and kind != "function" and len(choice) == 1:  # a hosted tool: {"type": "web_search"}
+        return tooling.tool_choice("auto", TYPE_ALIASES.get(kind, kind), tools, "tool_choice")
+    if kind != "function" or not isinstance(choice.get("name"), str):
         raise tooling.bad("tool_choice", 'a named tool choice is {"type": "function", "name": ...}.')
     return tooling.tool_choice("auto", choice["name"], tools, "tool_choice")
 

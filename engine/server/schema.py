@@ -62,8 +62,8 @@ class FunctionDefinition(_Strict):
 
 
 class Tool(_Strict):
-    type: Literal["function"]
-    function: FunctionDefinition
+    type: str  # "function", or one of the server's own tools ({"type": "web_search"}: engine/server/web_tools.py)
+    function: FunctionDefinition | None = None
 
 
 class JsonSchemaFormat(_Strict):

@@ -20,7 +20,7 @@ from starlette.types import Receive, Scope, Send
 
 from engine.protocol import Event, Logprobs, TokenLogprob, ToolCallArguments, ToolCallStarted, TurnFinished
 from engine.server.errors import ApiError
-from engine.server.turns import RETRY_AFTER_S, Turn, TurnDesk
+from engine.server.turns import RETRY_AFTER_S, AnswerTurn, TurnDesk
 
 PING_S = 15
 Sse = Union[str, ServerSentEvent]  # a bare string is one `data:` line
@@ -55,7 +55,7 @@ def failure_of(finished: TurnFinished) -> ApiError | None:
 
 
 class TurnStream(EventSourceResponse):
-    def __init__(self, turn: Turn, desk: TurnDesk, encoder: Encoder) -> None:
+    def __init__(self, turn: AnswerTurn, desk: TurnDesk, encoder: Encoder) -> None:
         super().__init__(self._events(turn, encoder), ping=PING_S, sep="\n")
         self._turn, self._desk = turn, desk
 
@@ -66,7 +66,7 @@ class TurnStream(EventSourceResponse):
             self._desk.close(self._turn)
 
     @staticmethod
-    async def _events(turn: Turn, encoder: Encoder) -> AsyncIterator[Sse]:
+    async def _events(turn: AnswerTurn, encoder: Encoder) -> AsyncIterator[Sse]:
         await turn.started()  # the opening waits for a slot, so it can say how much of the prompt was cached
         for item in encoder.opening(turn.prompt_tokens, turn.cached_tokens):
             yield item
@@ -116,7 +116,7 @@ class CallHold:
 
 
 class TurnResponse(Response):
-    def __init__(self, turn: Turn, desk: TurnDesk, encoder: Encoder) -> None:
+    def __init__(self, turn: AnswerTurn, desk: TurnDesk, encoder: Encoder) -> None:
         super().__init__(status_code=200)
         self._turn, self._desk, self._encoder = turn, desk, encoder
 

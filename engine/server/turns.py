@@ -16,7 +16,7 @@ import logging
 import threading
 import uuid
 from dataclasses import replace
-from typing import AsyncIterator, Callable
+from typing import Any, AsyncIterator, Callable, Protocol
 
 from engine.clients import EngineClient, EngineHost
 from engine.protocol import (
@@ -35,6 +35,25 @@ PART_EVENTS = (Token, ReasoningText, ToolCallStarted, ToolCallArguments, Logprob
 
 def new_chat_id() -> str:
     return API_CHAT_PREFIX + uuid.uuid4().hex
+
+
+class AnswerTurn(Protocol):
+    """What the ways of answering read: one Turn, or the rounds of a request whose model calls the server's own
+    tools (engine/server/tool_loop.py)."""
+
+    chat_id: str
+    prompt_tokens: int
+    cached_tokens: int
+    finished: TurnFinished | None
+    logprobs: list[TokenLogprob]
+
+    async def started(self) -> None: ...
+
+    def events(self) -> AsyncIterator[Any]: ...
+
+    async def answer(self) -> TurnFinished: ...
+
+    def cancel(self, note: str = "") -> None: ...
 
 
 class Turn:
@@ -196,7 +215,7 @@ class TurnDesk:
             raise
         return turn
 
-    def close(self, turn: Turn) -> None:
+    def close(self, turn: AnswerTurn) -> None:
         """The request is over: if its turn still runs (the client went away), end it now."""
         turn.cancel()
         if self._turns.pop(turn.chat_id, None) is not None:

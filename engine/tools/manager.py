@@ -5,20 +5,23 @@ the engine thread. The window asks through plain methods that return concurrent.
 cancelling one cancels the call (Stop in a chat). A server starts the first time a chat needs
 its tools, and every server is stopped at shutdown. The manager runs only what it is asked to:
 approving a call is the window's part, and nothing in a result can start, approve or configure
-anything here.
+anything here. A server's result comes back framed as untrusted data (mcp_untrusted), so the prompt
+the chat template renders marks it as a web page's is marked.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import math
 import threading
 from collections.abc import Coroutine, Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 from engine.protocol import ToolSpec
+from engine.tools.builtin.base import mcp_source, untrusted
 from engine.tools.config import ServerConfig
 from engine.tools.connection import Connection, ToolServerError
 from engine.tools.results import (
@@ -32,7 +35,14 @@ from engine.tools.secrets import Lookup
 
 T = TypeVar("T")
 
-__all__ = ["ServerTools", "ToolManager", "ToolServerError"]
+__all__ = ["ServerTools", "ToolManager", "ToolServerError", "mcp_untrusted"]
+
+
+def mcp_untrusted(server: str, tool: str, result: ToolResult) -> ToolResult:
+    """What the server answered, framed as untrusted data naming the server and tool, as web results are: the
+    model reads it as data, whatever the server (or a page it fetched) wrote. The frame adds ~150 characters
+    to the cut result. The manager's own failures (a timeout, bad arguments) are its words and stay plain."""
+    return replace(result, text=untrusted(mcp_source(server, tool), result.text))
 
 
 @dataclass(frozen=True)
@@ -42,6 +52,19 @@ class ServerTools:
     server: str
     tools: tuple[ToolSpec, ...] = ()
     error: str = ""
+
+
+def _finite(text: str) -> float:
+    """A JSON number as a float, refused where no float holds it: sent on, 1e999 would reach the tool
+    as null (what JSON serializers write for infinity), not as the number the model wrote."""
+    value = float(text)
+    if math.isinf(value):
+        raise ValueError(f"The arguments hold the number {text[:40]}, too large for a tool to receive")
+    return value
+
+
+def _not_a_number(text: str) -> float:
+    raise ValueError(f"The arguments hold {text}, which is not JSON")
 
 
 class ToolManager:
@@ -121,9 +144,11 @@ class ToolManager:
 
     async def _call(self, server: str, tool: str, arguments: str, timeout_s: float, limit: int) -> ToolResult:
         try:
-            values = json.loads(arguments or "{}")
+            values = json.loads(arguments or "{}", parse_float=_finite, parse_constant=_not_a_number)
         except json.JSONDecodeError as error:
             return error_result(f"The arguments were not valid JSON ({error.msg}); the tool was not run.")
+        except ValueError as error:
+            return error_result(f"{error}; the tool was not run.")
         if not isinstance(values, dict):
             return error_result("The arguments should be a JSON object; the tool was not run.")
         try:
@@ -138,7 +163,7 @@ class ToolManager:
             raise
         except Exception as error:  # the server crashed or the connection dropped mid-call
             return error_result(connection.broke(f"failed during the call of {tool}: {error or type(error).__name__}"))
-        return from_mcp(result, limit)
+        return mcp_untrusted(server, tool, from_mcp(result, limit))
 
     async def _replace(self, configs: dict[str, ServerConfig]) -> None:
         for name, connection in list(self._connections.items()):

@@ -22,6 +22,9 @@ class ToolResult:
     is_error: bool = False
     cut_from: int = 0  # the length before it was cut; 0: not cut
     notes: tuple[str, ...] = ()  # what the person should know besides the text (an image left out)
+    # Where the text came from when it is someone else's words (a web page, a search engine's results): a
+    # call the model makes after reading it is never run without the person's approval (app/chat/tool_round.py).
+    sources: tuple[str, ...] = ()
 
 
 def error_result(message: str) -> ToolResult:
@@ -33,7 +36,8 @@ def cut(result: ToolResult, limit: int) -> ToolResult:
     if limit <= 0 or len(result.text) <= limit:
         return result
     note = f"[The result was cut to the first {limit:,} of its {len(result.text):,} characters.]"
-    return ToolResult(f"{result.text[:limit]}\n\n{note}", result.is_error, len(result.text), result.notes + (note,))
+    return ToolResult(f"{result.text[:limit]}\n\n{note}", result.is_error, len(result.text), result.notes + (note,),
+                      result.sources)
 
 
 def from_mcp(result: Any, limit: int = DEFAULT_RESULT_LIMIT) -> ToolResult:

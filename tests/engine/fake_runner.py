@@ -17,7 +17,7 @@ from typing import Sequence
 from engine.detokenizer import ByteDetokenizer
 from engine.parsing.formats import OutputFormat
 from engine.protocol import ChatMessage, Constraint, ModelInfo, SamplingParams, TokenLogprob, ToolSpec
-from engine.runners.base import SlotWork
+from engine.runners.base import Drafter, SlotWork
 
 EOS = 0
 
@@ -30,8 +30,9 @@ class FakeRunner:
     def __init__(self, replies: dict[str, str], slots: int = 2, batch_tokens: int = 64, context_length: int = 256,
                  can_remove: bool = True, can_copy: bool = True, end_markers: tuple[str, ...] = (),
                  can_draft: bool = True, splits_uneven_steps: bool = False,
-                 output_format: OutputFormat | None = None) -> None:
+                 output_format: OutputFormat | None = None, drafter: Drafter | None = None) -> None:
         self.replies = replies
+        self.drafter = drafter
         self.slots = slots
         self.batch_tokens = batch_tokens
         self.context_length = context_length

@@ -40,13 +40,14 @@ def test_bench_writes_every_figure(default_model: str, tmp_path: Path, capsys: p
     [speculative] = result["speculative"]
     assert speculative["tabs"] == 1 and speculative["workload"] == "chat" == result["workload"]
     assert speculative["off_tok_s"] > 0 and speculative["on_tok_s"] > 0 and 0 <= speculative["acceptance"] <= 1
-    assert result["memory"]["measured_bytes"] > 0 and result["memory"]["estimated_bytes"] > 0
+    memory = result["memory"]
+    assert memory["measured_bytes"] > 0 and memory["estimated_bytes"] > memory["estimated_after_load_bytes"] > 0
 
     printed = capsys.readouterr().out
     assert "tok/s" in printed and "kv reuse" in printed and "baseline" in printed and "speculative" in printed
     assert "baseline, llama-cpp-python high-level:" in printed and "speculative decoding, chat workload:" in printed
     assert result["prompt_reading"].startswith("F32 copy")  # --prompt-copy auto, the bundled model
-    assert f"long prompts: {result['prompt_reading']}" in printed and "memory: estimated" in printed
+    assert f"long prompts: {result['prompt_reading']}" in printed and "MiB with every chat full; measured" in printed
 
 
 def test_the_edit_workload_alone_measures_drafts_off_and_on_with_the_prompt_copy_off(
@@ -189,14 +190,17 @@ def test_repeats_alternate_which_half_of_the_speculative_case_runs_first(monkeyp
 
     def timed(_bench: object, requests: list) -> tuple[float, list]:
         order.append(requests[0].sampling.speculative)
-        stats = SimpleNamespace(generated_tokens=10, drafted_tokens=4, accepted_tokens=2)
+        stats = SimpleNamespace(generated_tokens=10, drafted_tokens=4, accepted_tokens=2,
+                                drafts_by_source=(("lookup", 3, 2), ("pool", 1, 0)))
         return 1.0, [SimpleNamespace(finished=SimpleNamespace(stats=stats)) for _ in requests]
 
     monkeypatch.setattr(speculative, "decode_timed", timed)
-    first = speculative.run_speculative(None, "chat", 2, 8)  # type: ignore[arg-type]
-    second = speculative.run_speculative(None, "chat", 2, 8, on_first=True)  # type: ignore[arg-type]
+    no_draft_model = SimpleNamespace(loop=SimpleNamespace(pool=SimpleNamespace(last=lambda: None)))
+    first = speculative.run_speculative(no_draft_model, "chat", 2, 8)  # type: ignore[arg-type]
+    second = speculative.run_speculative(no_draft_model, "chat", 2, 8, on_first=True)  # type: ignore[arg-type]
     assert order == ["off", "auto", "auto", "off"]
     assert first["off_tok_s"] == second["off_tok_s"] == first["on_tok_s"] == 20.0 and second["acceptance"] == 0.5
+    assert (first["source"], first["accepted_fraction"], first["draft_ms_share"]) == ("prompt lookup and pool", 0.5, 0.0)
 
 
 def test_documents_mode_writes_its_figures(default_model: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

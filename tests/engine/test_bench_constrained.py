@@ -27,3 +27,21 @@ def test_the_constrained_mode_measures_free_and_schema_turns(default_model: str,
         assert 0 < case["schema_tokens"] <= 32 * case["tabs"] and 0.0 <= case["valid_fraction"] <= 1.0
     printed = capsys.readouterr().out
     assert "schema tok/s" in printed and "valid" in printed
+
+
+def test_family_runs_the_constrained_case_on_a_familys_fixture(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.families.build import family_model
+
+    out = tmp_path / "family.json"
+    argv = ["--constrained", "--family", "qwen3", "--tabs", "1", "--max-tokens", "160", "--repeat", "1",
+            "--threads", "1", "--json", str(out)]
+    assert bench.main(argv) == 0
+    result = json.loads(out.read_text())
+    assert Path(result["path"]).name == family_model("qwen3").name
+    (case,) = result["constrained"]
+    assert case["valid_fraction"] == 1.0, "under the schema every answer ends by itself and validates"
+    for wrong, said in ((["--family", "nope"], "--family takes one of"),
+                        (["--family", "qwen3", "--model", "x.gguf"], "leave out --model")):
+        with pytest.raises(SystemExit):
+            bench.main(["--constrained", *wrong])
+        assert said in capsys.readouterr().err

@@ -14,7 +14,7 @@ from engine import bench
 from engine.bench import shapes, size
 from engine.bench.limits import bytes_per_token, flop_per_token
 from engine.bench.size import size_table
-from engine.gpucheck.randgguf import LlamaShape, shape_of
+from engine.randweights.gguf_model import LlamaShape, shape_of
 
 
 @pytest.mark.slow  # writes (or reads) a GGUF of 49,152 tokens: seconds, so the model tier
@@ -94,6 +94,15 @@ def test_the_table_has_one_line_per_row_and_a_dash_for_a_part_not_run() -> None:
     assert lines[4].split(" | ")[3:6] == ["-", "-", "-"] and lines[4].split(" | ")[6] == "30.0"
 
 
+def test_each_memory_figure_is_checked_against_its_own_measurement() -> None:
+    figures = {"estimated_bytes": 2_000, "estimated_after_load_bytes": 1_650, "measured_bytes": 1_600}
+    row = size.memory_row(figures, 2_050)
+    assert row["estimate_error"] == {"after_load": 1_650 / 1_600 - 1, "kv_full": 2_000 / 2_050 - 1}
+    assert (row["rss_after_load_bytes"], row["rss_kv_full_bytes"], row["estimated_after_load_bytes"]) == \
+        (1_600, 2_050, 1_650)
+    assert "estimate_error" not in size.memory_row({"measured_bytes": 1_600}, 2_050)  # no estimate: no error
+
+
 def test_shape_refuses_a_model_path_and_an_unknown_part(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
         bench.main(["--shape", "tiny", "--size-parts", "decode,nonsense"])
@@ -117,7 +126,8 @@ def test_a_tiny_size_run_writes_the_row_of_every_part(tmp_path: Path, capsys: py
     assert 3800 < row["filled_tokens"] < size.CONTEXT  # one chat filled nearly to its context for the memory figure
     assert row["highlevel_tok_s"] > 0 and 0 < row["ttft_ms_p50_4"] <= row["ttft_ms_p99_4"]
     assert set(row["step_cost_ratio"]) == {"1", "2", "4", "8"} and min(row["step_cost_ratio"].values()) > 0
-    assert row["estimated_bytes"] > 0 and set(row["estimate_error"]) == {"after_load", "kv_full"}
+    assert row["estimated_bytes"] > row["estimated_after_load_bytes"] > 0
+    assert set(row["estimate_error"]) == {"after_load", "kv_full"}
     assert "peer_server_4_tok_s" not in row and "decode_limit_tok_s" not in row  # parts not asked for
     assert capsys.readouterr().out.splitlines()[2].startswith("tiny | Q8_0 | ")
 

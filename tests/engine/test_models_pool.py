@@ -49,6 +49,9 @@ class ScriptedLoader:
     def need_bytes(self, config: ModelConfig) -> int:
         return self.sizes.get(config.path, 0)
 
+    def after_load_bytes(self, config: ModelConfig) -> int:
+        return self.sizes.get(config.path, 0) * 4 // 5  # a fifth grows as the chats fill
+
     def load(self, config: ModelConfig, progress: Callable[[float, str], None], cancelled: Callable[[], bool]) -> FakeRunner:
         gate = self.gates.get(config.path)
         if gate is not None:
@@ -193,7 +196,11 @@ def test_a_load_past_the_budget_unloads_the_least_recently_used_idle_model(engin
     mark = engine.mark()
     engine.loop.send(Submit("c", ask("hi"), GREEDY, model=A))  # alpha is used after gamma: gamma is older now
     engine.finished("c", mark, timeout=30)
-    assert isinstance(load(engine, B), ModelLoaded)  # 1.9 GiB: one of the two must go, the older one
+    loaded = load(engine, B)  # 1.9 GiB: one of the two must go, the older one
+    assert isinstance(loaded, ModelLoaded)
+    # the estimate it was loaded with travels to the gauge: both figures, the budget counted on the full one
+    full = loader.sizes[B]
+    assert (loaded.info.estimated_after_load_bytes, loaded.info.estimated_full_bytes) == (full * 4 // 5, full)
     gone = unloads(engine, mark)
     assert [(u.path, u.reason) for u in gone] == [(C, "room")]
     assert gone[0].message == "Unloaded gamma to make room for beta (512 MiB freed)."
@@ -286,3 +293,14 @@ def test_loading_a_loaded_path_again_replaces_only_that_model(engine: EngineHarn
              if isinstance(e, (ModelUnloaded, ModelLoaded))]
     assert kinds == [("ModelUnloaded", "replaced"), ("ModelLoaded", "")]
     assert loader.closed == [A] and [m.path for m in engine.loop.pool.models] == [B, A]
+
+
+def test_a_turn_that_ends_within_one_step_is_still_counted_in_the_next_stats(engine: EngineHarness) -> None:
+    """The engine reports its figures when it goes idle: also when the turn began and ended in the same step
+    (one token here; a fast remote server's whole answer), or the gauge would keep the figures from before."""
+    load(engine, A)
+    mark = engine.mark()
+    engine.loop.send(Submit("quick", ask("hi"), replace(GREEDY, max_new_tokens=1), model=A))
+    assert engine.finished("quick", after=mark, timeout=30).stats.generated_tokens == 1
+    stats = engine.wait_for(lambda e: isinstance(e, EngineStats) and e.total_generated_tokens == 1, 10, after=mark)
+    assert isinstance(stats, EngineStats) and stats.slots_busy == 0

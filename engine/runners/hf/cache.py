@@ -64,8 +64,9 @@ def uses_varlen(attention: str) -> bool:
     return attention.startswith("flash_attention")
 
 
-def build_plan(work: Sequence[SlotWork], device: torch.device, varlen: bool) -> StepPlan:
-    """Pack the step's items; `start_pos` of each item is its slot's cached length."""
+def build_plan(work: Sequence[SlotWork], device: torch.device, varlen: bool, reach: list[int] | None = None) -> StepPlan:
+    """Pack the step's items; `start_pos` of each item is its slot's cached length. `reach`: the last key row
+    each packed token attends to where that is not its own (a picture's tokens seeing the whole picture)."""
     ids, positions, slots, last_index, sampled = _pack(work)
     ends = [item.start_pos + len(item.fed) for item in work]
     position_ids = torch.tensor(positions, dtype=torch.long, device=device)
@@ -83,9 +84,10 @@ def build_plan(work: Sequence[SlotWork], device: torch.device, varlen: bool) -> 
     )
     if varlen:
         plan.flash_kwargs = _flash_kwargs(work, ends, device)
-    masked = not varlen and _needs_mask(work)
+    masked = not varlen and (reach is not None or _needs_mask(work))
     if plan.single is None or masked:  # else: one slot, its keys a view, no mask (single-chat decode)
-        _add_key_indices(plan, work, ends, device, masked)
+        limit = torch.tensor(reach, dtype=torch.long, device=device) if reach is not None else plan.write_positions
+        _add_key_indices(plan, work, ends, device, masked, limit)
     return plan
 
 
@@ -109,7 +111,7 @@ def _pack(work: Sequence[SlotWork]) -> tuple[list[int], list[int], list[int], li
 
 
 def _add_key_indices(
-    plan: StepPlan, work: Sequence[SlotWork], ends: list[int], device: torch.device, masked: bool
+    plan: StepPlan, work: Sequence[SlotWork], ends: list[int], device: torch.device, masked: bool, limit: torch.Tensor
 ) -> None:
     # Built on the device: a few small kernels, no host copies per step.
     key_segment = _segments(ends, device)
@@ -120,7 +122,7 @@ def _add_key_indices(
     if masked:
         query_segment = _segments([len(item.fed) for item in work], device)
         same = query_segment[:, None] == key_segment[None, :]
-        causal = key_position[None, :] <= plan.write_positions[:, None]
+        causal = key_position[None, :] <= limit[:, None]
         plan.mask = (same & causal)[None, None]
 
 

@@ -20,6 +20,7 @@ import torch
 from engine.protocol import ModelConfig
 from engine.runners.base import LoadCancelled, Progress, RunnerError
 from engine.runners.hf.gguf_once import read_once
+from engine.runners.hf.gguf_tokens import repair_gguf_tokens
 from engine.runners.hf.progress import WEIGHTS_START, weights_progress
 from engine.runners.hf.quant import (
     choose_attention,
@@ -28,6 +29,7 @@ from engine.runners.hf.quant import (
     quantization_config,
 )
 from engine.runners.hf.vision import is_vision_config
+from engine.runners.hf.vision_kinds import attention_for, check_vision_kind
 
 # Nothing here reaches a hub: every from_pretrained gets local_files_only=True, and the
 # one import that would fetch (bitsandbytes' hub kernels) runs offline (quant.py). The
@@ -116,6 +118,8 @@ def _check_architecture(config_file: Path, raw: dict[str, Any]) -> None:
     vision = is_vision_config(raw) and model_type in MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES
     if model_type not in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES and not vision:
         raise RunnerError(f"{config_file}: a {model_type!r} model does not generate text (no causal LM head).")
+    if is_vision_config(raw):
+        check_vision_kind(config_file, model_type)
 
 
 def _check_weights(folder: Path) -> None:
@@ -149,12 +153,12 @@ def load(config: ModelConfig, progress: Progress, cancelled: Callable[[], bool])
             )
     device = choose_device(config.device)
     dtype = choose_dtype(config.dtype, device)
-    attention = choose_attention(device, dtype, config.flash_attention)
+    attention = attention_for(raw, choose_attention(device, dtype, config.flash_attention), config.flash_attention)
     quant, quant_label = quantization_config(config, device, dtype)
     _checkpoint(cancelled)
     with read_once() if source.gguf_file else nullcontext():
         progress(0.05, "loading tokenizer")
-        tokenizer = _load_tokenizer(source)
+        tokenizer = load_tokenizer(source)
         processor = _load_processor(source) if is_vision_config(raw) else None
         _checkpoint(cancelled)
         progress(WEIGHTS_START, "loading weights")
@@ -172,14 +176,14 @@ def _dtype_label(dtype: torch.dtype) -> str:
     return {torch.bfloat16: "bf16", torch.float16: "fp16", torch.float32: "fp32"}.get(dtype, str(dtype))
 
 
-def _load_tokenizer(source: Source) -> Any:
+def load_tokenizer(source: Source) -> Any:
     from transformers import AutoTokenizer
 
     kwargs: dict[str, Any] = {"local_files_only": True, "trust_remote_code": False}
     if source.gguf_file:
         kwargs["gguf_file"] = source.gguf_file
     try:
-        return AutoTokenizer.from_pretrained(str(source.folder), **kwargs)
+        tokenizer = AutoTokenizer.from_pretrained(str(source.folder), **kwargs)
     except Exception as error:  # transformers raises many kinds here; a person needs one sentence
         if source.gguf_file:
             raise RunnerError(
@@ -190,6 +194,8 @@ def _load_tokenizer(source: Source) -> Any:
             f"{source.folder}: the tokenizer could not be loaded ({_short(error)}). A model folder needs its "
             "tokenizer files (tokenizer.json or tokenizer.model, tokenizer_config.json)."
         ) from error
+    # transformers' conversion loses markers that are not ASCII (DeepSeek's <｜User｜>): put back as llama.cpp has them
+    return repair_gguf_tokens(tokenizer, source.folder / source.gguf_file) if source.gguf_file else tokenizer
 
 
 def _load_processor(source: Source) -> Any:

@@ -51,8 +51,8 @@ def choose_dtype(requested: str, device: torch.device) -> torch.dtype:
     if device.type == "cuda":
         major, _ = torch.cuda.get_device_capability(device)
         return torch.bfloat16 if major >= 8 else torch.float16
-    # Measured on the 2-core Xeon here (SmolLM2-135M shape): fp32 decodes at
-    # 11.5 tok/s, bf16 at 4.1; bf16 only wins the prefill. Chat is decode.
+    # On the CPU fp32 decodes much faster than bf16, which only wins the prefill (docs/benchmarks.md).
+    # Chat is decode.
     return torch.float32
 
 
@@ -69,8 +69,8 @@ def choose_attention(device: torch.device, dtype: torch.dtype, setting: str = "a
     """transformers' attention implementation for the flash attention setting.
 
     "auto" takes flash-attn 2 where it can run (a CUDA GPU, half precision, the package), SDPA
-    elsewhere: on the CPU SDPA read a 1,898-token prompt at 321 tok/s against eager's 229 and
-    generated after it at 10.2 against 7.6 tok/s (2-core Intel Xeon, fp32, one thread; docs/benchmarks.md).
+    elsewhere: on the CPU SDPA reads a long prompt and generates after it faster than eager attention
+    (docs/benchmarks.md).
     """
     usable = flash_attn_usable(device, dtype)
     if setting == "on" and not usable:

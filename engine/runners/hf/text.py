@@ -6,7 +6,11 @@ build the very prompts the runner builds.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
+
+from engine.parsing.detect import detect_format
+from engine.parsing.formats import OutputFormat
 
 
 def end_of_generation_ids(model: Any, tokenizer: Any) -> set[int]:
@@ -58,14 +62,30 @@ def chat_template(tokenizer: Any) -> str | None:
     return template
 
 
+def output_format(tokenizer: Any) -> OutputFormat:
+    """The markers the model writes, found from its template and vocabulary, with the special tokens
+    among them that a grammar names by id."""
+    return detect_format(chat_template(tokenizer), lambda text: len(tokenizer.encode(text, add_special_tokens=False)) == 1,
+                         tokenizer.bos_token or "", tokenizer.eos_token or "", lambda text: special_token_id(tokenizer, text))
+
+
 def special_token_id(tokenizer: Any, text: str) -> int | None:
-    """The id of `text` where it is one added token marked special: llguidance keeps those out of text,
-    so a grammar names them by id (an added token not marked special, Qwen's `<tool_call>`, is text)."""
+    """The id of `text` where it is one added token that llguidance keeps out of text (a grammar must
+    name it by id, else it could only be spelled in pieces), else None."""
     ids = tokenizer.encode(text, add_special_tokens=False)
     if len(ids) != 1:
         return None
     added = getattr(tokenizer, "added_tokens_decoder", {}).get(int(ids[0]))
-    return int(ids[0]) if added is not None and getattr(added, "special", False) else None
+    return int(ids[0]) if added is not None and is_grammar_special(added) else None
+
+
+def is_grammar_special(added: Any) -> bool:
+    """Whether llguidance's view of a transformers vocabulary (llguidance.hf) makes an added token special:
+    those marked special, and the others written like markers. Qwen's `<tool_call>` and `<think>` are
+    added tokens marked not special, yet llguidance keeps them out of text; named as quoted text, the
+    grammar could never be matched past them. The llama.cpp runner's rule is the same (llamacpp/rows.py)."""
+    content = str(getattr(added, "content", ""))
+    return bool(getattr(added, "special", False)) or (content.startswith("<") and content.endswith(">"))
 
 
 def hidden_special_ids(tokenizer: Any, shown: Sequence[str]) -> set[int]:

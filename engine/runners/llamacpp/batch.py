@@ -1,10 +1,13 @@
-"""llama.cpp's batch: one sequence's run of tokens into it, and freeing what a context owns."""
+"""llama.cpp's batch: a step's work of every slot into it, and freeing what a context owns."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Any, cast
 
 import llama_cpp
+
+from engine.runners.base import RunnerError, SlotWork
 
 
 def put_tokens(batch: llama_cpp.llama_batch, index: int, tokens: list[int], start: int, seq: int) -> int:
@@ -21,6 +24,36 @@ def put_tokens(batch: llama_cpp.llama_batch, index: int, tokens: list[int], star
         wants_logits[index] = 0
         index += 1
     return index
+
+
+def fill_batch(batch: llama_cpp.llama_batch, capacity: int, work: Sequence[SlotWork], has_sampler: Callable[[int], bool],
+               record: Callable[[SlotWork], None], positions: dict[int, int] | None = None) -> list[tuple[SlotWork, range]]:
+    """Every slot's tokens (drafts included) into the one batch, each item `record`ed first; the batch
+    rows where each sampling item wants logits: after its last token, and after each draft token.
+    `positions`: where each slot's first token goes in its sequence, where that is not its start_pos
+    (after a picture whose rows take fewer positions than rows: pictures.py)."""
+    total = sum(len(w.tokens) + len(w.draft) for w in work)
+    if total > capacity:
+        raise RunnerError(f"A step of {total} tokens is larger than the batch of {capacity}.")
+    wants_logits = cast(Any, batch.logits)
+    outputs: list[tuple[SlotWork, range]] = []
+    index = 0
+    for item in work:
+        if item.sample and not has_sampler(item.slot):
+            raise RunnerError(f"Slot {item.slot} has no sampler: begin_turn was not called.")
+        if item.draft and not (item.sample and item.tokens):
+            raise RunnerError(f"Slot {item.slot}: a draft needs a token before it and a sample after it.")
+        fed = item.fed
+        record(item)
+        start = positions[item.slot] if positions is not None else item.start_pos
+        index = put_tokens(batch, index, fed, start, item.slot)
+        if item.sample and item.tokens:
+            first = index - 1 - (len(fed) - len(item.tokens))
+            for row in range(first, index):
+                wants_logits[row] = 1
+            outputs.append((item, range(first, index)))
+    batch.n_tokens = index
+    return outputs
 
 
 def free_handles(batch: llama_cpp.llama_batch | None, context: int | None, model: int | None) -> None:

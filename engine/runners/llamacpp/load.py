@@ -210,8 +210,8 @@ def extra_buffers_usable() -> bool:
 def repacked_layout(path: Path, config: ModelConfig, extra_buffers: bool) -> Overrides | None:
     """The repacked weight layout where extra buffers are off and the weights stay on the CPU.
 
-    The bundled model requantized to Q4_0 read a 1,898-token prompt at 164 tok/s repacked against
-    117 in the plain layout (2-core Intel Xeon, one thread); generation is the same in both.
+    On the CPU a repacked Q4_0 reads prompts faster than the plain layout and generates as fast
+    (docs/benchmarks.md, the threads and layouts table).
     """
     if extra_buffers or (config.gpu_layers != 0 and llama_cpp.llama_supports_gpu_offload()):
         return None

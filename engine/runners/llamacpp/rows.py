@@ -8,13 +8,13 @@ chain (penalties, top-k, ..., the draw) works unchanged on what the constraint a
 from __future__ import annotations
 
 import ctypes
-from typing import Callable
+from typing import Callable, Sequence
 
 import llama_cpp
 import numpy as np
 from llguidance import LLTokenizer
 
-from engine.constraints.slots import SlotConstraints
+from engine.constraints.slots import SlotConstraints, spare_core
 from engine.protocol import SamplingParams, TokenLogprob
 from engine.runners.logprobs import entry, row_stats
 
@@ -29,6 +29,7 @@ class SampledRows:
         self.constraints = SlotConstraints(self._tokenizer, n_vocab)
         self._logprobs: dict[int, int] = {}  # slot -> how many alternatives it wants
         self.entries: dict[int, list[TokenLogprob]] = {}  # slot -> this step's, one per token it got
+        self._masked = False  # this step samples a constrained slot from generated tokens
 
     def begin_turn(self, slot: int, params: SamplingParams) -> None:
         self.constraints.set(slot, params.constraint)
@@ -37,16 +38,35 @@ class SampledRows:
         else:
             self._logprobs[slot] = params.logprobs
 
+    def start_step(self, wanted: Sequence[tuple[int, Sequence[int]]], threads: int, on_gpu: bool,
+                   reads_prompt: bool) -> int:
+        """Before the pass: the step's masks begin, and the threads the pass takes. The masks fill beside
+        the pass where it leaves a core (or runs on the GPU); where it would take every core, first,
+        unless OverlapChoice's measured times say one thread fewer for the pass with the masks beside it
+        is faster."""
+        constraints = self.constraints
+        self._masked = not reads_prompt and any(constraints.active(slot) for slot, _ in wanted)
+        beside = on_gpu or spare_core(threads)
+        if self._masked and not beside:
+            threads = constraints.overlap.threads(threads)
+            beside = spare_core(threads)
+        constraints.start_masks(wanted, concurrent=beside)
+        return threads
+
+    def end_step(self, threads: int, pass_seconds: float) -> None:
+        """After the pass: its masks filled (a failure filling them raised here), its time counted."""
+        self.constraints.wait_masks()
+        if self._masked:
+            self.constraints.overlap.record_pass(threads, pass_seconds)
+
     def sample(self, chain: llama_cpp.llama_sampler_p, context: int, slot: int, row: int, offset: int) -> int:
         """The slot's sample at batch row `row`, its `offset`-th row this step (0, then one per draft token)."""
         top = self._logprobs.get(slot)
-        allowed = self.constraints.allowed(slot, offset)
-        if top is None and allowed is None:
+        if top is None and not self.constraints.active(slot):
             return int(llama_cpp.llama_sampler_sample(chain, context, row))
         logits = np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(context, row), shape=(self._n_vocab,))
         stats = row_stats(logits, top) if top is not None else None
-        if allowed is not None:
-            np.copyto(logits, -np.inf, where=~allowed)
+        self.constraints.forbid(slot, offset, logits)
         token = int(llama_cpp.llama_sampler_sample(chain, context, row))
         if stats is not None:
             self.entries.setdefault(slot, []).append(entry(stats, token, float(logits[token]), self._piece))

@@ -1,4 +1,4 @@
-"""A chat's llama.cpp sampler chain: penalties -> top-k -> top-p -> min-p -> temperature -> draw.
+"""A chat's llama.cpp sampler chain: penalties -> top-k -> top-p -> min-p -> temperature -> draw; one per slot.
 
 The same order as the transformers runner's sampler (engine/runners/hf/sampling.py), so a
 chat's settings mean the same on both backends.
@@ -37,3 +37,47 @@ def _parts(params: SamplingParams, n_vocab: int) -> list[int]:
         llama_cpp.llama_sampler_init_temp(params.temperature),
         llama_cpp.llama_sampler_init_dist(seed),  # LLAMA_DEFAULT_SEED: llama.cpp picks one
     ]
+
+
+class SlotSamplers:
+    """One chain per slot for its turn. A chain new this turn learns the prompt's last tokens once,
+    so that its repeat penalty knows them as llama.cpp's own server does."""
+
+    def __init__(self, n_vocab: int) -> None:
+        self._n_vocab = n_vocab
+        self._chains: dict[int, llama_cpp.llama_sampler_p] = {}
+        self._fresh: set[int] = set()  # slots whose chain has not yet seen this turn's prompt
+
+    def __contains__(self, slot: int) -> bool:
+        return slot in self._chains
+
+    def begin(self, slot: int, params: SamplingParams) -> None:
+        self.free(slot)
+        self._chains[slot] = sampler_chain(params, self._n_vocab)
+        self._fresh.add(slot)
+
+    def chain(self, slot: int) -> llama_cpp.llama_sampler_p:
+        return self._chains[slot]
+
+    def accept_prompt(self, slot: int, prompt: list[int]) -> None:
+        """`prompt`: the slot's tokens up to the end of this step's; also those a turn found in the
+        cache, so a reused prompt is penalized as a fresh one is (pictures' rows are left out)."""
+        chain = self._chains.get(slot)
+        if chain and slot in self._fresh:
+            tokens = [token for token in prompt if token < self._n_vocab]
+            for token in tokens[-PENALTY_LAST_N:]:
+                llama_cpp.llama_sampler_accept(chain, token)
+
+    def sampled(self, slot: int) -> None:
+        """The slot's chain drew its turn's first token: the prompt is behind it."""
+        self._fresh.discard(slot)
+
+    def free(self, slot: int) -> None:
+        chain = self._chains.pop(slot, None)
+        if chain:
+            llama_cpp.llama_sampler_free(chain)
+        self._fresh.discard(slot)
+
+    def close(self) -> None:
+        for slot in list(self._chains):
+            self.free(slot)

@@ -208,11 +208,11 @@ def test_suggestions_beyond_context() -> None:
 def test_hf_overhead_by_hand() -> None:
     config = ModelConfig(path="toy", backend="hf", context_length=256, slots=2, device="cpu")
     result = estimate(TOY_HF, config, has_gpu=False, total_memory=RAM)
-    # runtime 42 MiB + 32,000-token tokenizer x 307 bytes; a 512-token step over 512 keys: 17 floats per
+    # runtime 58 MiB + 32,000-token tokenizer x 307 bytes; a 512-token step over 512 keys: 17 floats per
     # embedding dimension per token, and the mask with three float copies per (token, key) pair
     transient = 512 * 1024 * 4 * 17 + 512 * 512 * (1 + 3 * 4)
     assert result.transient_bytes == transient
-    assert result.overhead_bytes == 42 * MiB + 32000 * 307 + transient
+    assert result.overhead_bytes == 58 * MiB + 32000 * 307 + transient
     assert estimate(TOY_HF, dataclasses.replace(config, quantization="int8"), has_gpu=False, total_memory=RAM).overhead_bytes == \
         result.overhead_bytes + 20 * MiB  # bitsandbytes' own kernels and int8 state
     on_gpu = estimate(TOY_HF, dataclasses.replace(config, device="cuda:0"), has_gpu=False, total_memory=RAM)
@@ -246,6 +246,7 @@ print(json.dumps({"after_load": loaded - before, "after_steps": used - before}))
 
 
 RSS_BAND = 0.20  # 2x the 10% this machine kept to: another CPU repacks and pages in differently
+AFTER_LOAD_BAND = 0.10  # nothing a step touches yet: the parts are the exact ones of the test below, plus the runtime
 BUFFER = re.compile(r"(?:model buffer size|llama_kv_cache: size) =\s+([0-9.]+) MiB")
 
 
@@ -292,9 +293,10 @@ def test_estimate_is_near_the_measured_rss(default_model: str) -> None:
     assert run.returncode == 0, run.stderr[-2000:]
     measured = json.loads(run.stdout.strip().splitlines()[-1])
     result: Estimate = estimate_here(describe(default_model), ModelConfig(path=default_model), has_gpu=False)
-    print(f"estimated {result.total_bytes:,} bytes; measured {measured}")
+    print(f"estimated {result.after_load_bytes:,} bytes after load, {result.total_bytes:,} full; measured {measured}")
     assert abs(result.total_bytes - measured["after_steps"]) <= RSS_BAND * measured["after_steps"]
-    assert abs(result.total_bytes - measured["after_load"]) <= RSS_BAND * measured["after_load"]
+    # right after load: the KV cache cleared, the compute buffer not touched yet (this machine: within 1%)
+    assert abs(result.after_load_bytes - measured["after_load"]) <= AFTER_LOAD_BAND * measured["after_load"]
 
 
 def test_auto_leaves_the_copy_off_for_a_1b_model_even_with_memory_to_spare() -> None:

@@ -119,7 +119,8 @@ def check(model_path: str, quantization: str, measured: dict[str, int]) -> None:
     result = estimate(describe(model_path), config, has_gpu=False, total_memory=RAM)
     # on the CPU the cache starts at GROWTH_STEP positions per slot (the warm-up step allocates them)
     first_kv = result.kv_cache_bytes * min(GROWTH_STEP, CONTEXT) // CONTEXT
-    resident_after_load = result.total_bytes - result.kv_cache_bytes - result.transient_bytes + first_kv
+    resident_after_load = result.after_load_bytes
+    assert resident_after_load == result.total_bytes - result.kv_cache_bytes - result.transient_bytes + first_kv
     resident_full = result.total_bytes - result.transient_bytes
     print(f"{Path(model_path).name} {quantization}: estimated {resident_after_load / MiB:.0f} MiB after load, "
           f"{resident_full / MiB:.0f} MiB with the KV cache full (+{result.transient_bytes / MiB:.0f} MiB during a "

@@ -114,8 +114,8 @@ PROJECTOR_Q8 = "mmproj-SmolVision-Q8_0.gguf"
 
 @pytest.fixture(scope="session")
 def projectors(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """Two random mlp vision projectors for the default model (engine/gpucheck/randmmproj.py), as F16 and Q8_0."""
-    from engine.gpucheck.randmmproj import write_mmproj
+    """Two random mlp vision projectors for the default model (engine/randweights/mmproj.py), as F16 and Q8_0."""
+    from engine.randweights.mmproj import write_mmproj
 
     folder = tmp_path_factory.mktemp("projectors")
     return {name: write_mmproj(folder / name, 576, seed=seed)

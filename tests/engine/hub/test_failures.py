@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 import engine.hub.download as download_module
+import engine.hub.transfer as transfer_module
 from engine.catalog.hf_cache import downloaded_models
 from engine.hub.download import fetch_choice
 from engine.hub.errors import (ConnectionLost, DownloadCancelled, GatedRepo, HubOffline, HubUnreachable, NotEnoughDisk,
@@ -139,10 +140,10 @@ def test_the_server_vanishing_mid_download(hub: StandInHub, hub_env: Path, monke
     choice = listing.choice(Q4_1)
     hub.faults.drop_after[(GGUF_REPO, Q4_1)] = (40 << 20, True)  # 40 MiB, then the server is gone
     waits: list[float] = []
-    monkeypatch.setattr(download_module, "_wait", lambda seconds, cancelled: waits.append(seconds))
+    monkeypatch.setattr(transfer_module, "_wait", lambda seconds, cancelled: waits.append(seconds))
     with pytest.raises(ConnectionLost) as lost:
         fetch_choice(listing, choice, settings)
-    assert waits == [0.5, 1.5] == list(download_module.RETRY_WAIT_S)  # a few quick retries, then the user is told
+    assert waits == [0.5, 1.5] == list(transfer_module.RETRY_WAIT_S)  # a few quick retries, then the user is told
     assert "40 MiB of" in str(lost.value) and "download again to resume" in str(lost.value)
     assert [p.stat().st_size for p in partials(hub_env)] == [40 << 20] and offered(hub_env) == []
     hub.start()  # back, on the same address
@@ -175,7 +176,7 @@ def test_not_enough_disk_is_said_before_any_byte(hub: StandInHub, hub_env: Path,
 def test_the_disk_filling_up_mid_download(hub: StandInHub, hub_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     settings = HubSettings.from_env()
     listing = list_repo(GGUF_REPO, settings)
-    real_open = download_module._open_partial
+    real_open = transfer_module._open_partial
 
     class FillsUp:
         """The .incomplete file on a disk with 20 MiB left: writes beyond that fail as the OS fails them."""
@@ -194,7 +195,7 @@ def test_the_disk_filling_up_mid_download(hub: StandInHub, hub_env: Path, monkey
         def __exit__(self, *exc: object) -> None:
             self.stream.close()
 
-    monkeypatch.setattr(download_module, "_open_partial", lambda path, have: FillsUp(real_open(path, have)))
+    monkeypatch.setattr(transfer_module, "_open_partial", lambda path, have: FillsUp(real_open(path, have)))
     with pytest.raises(NotEnoughDisk, match="The disk filled up while downloading"):
         fetch_choice(listing, listing.choice(Q4_1), settings)
     assert offered(hub_env) == [] and [p.stat().st_size for p in partials(hub_env)] == [20 << 20]

@@ -10,7 +10,7 @@ from engine.catalog.description import ModelDescription
 from engine.catalog.devices import DeviceMemory
 from engine.catalog.memory import estimate
 from engine.catalog.models import describe
-from engine.gpucheck.randgguf import LlamaShape, write_header
+from engine.randweights.gguf_model import LlamaShape, write_header
 from engine.hub.fit import assess, config_for
 from engine.hub.listing import HubFile, ModelChoice, RepoListing
 from engine.protocol import ModelConfig

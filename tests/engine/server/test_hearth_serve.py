@@ -138,3 +138,44 @@ def test_bad_model_flags_are_refused_in_words(capsys: pytest.CaptureFixture[str]
             parse(argv)
         assert said in capsys.readouterr().err
     assert parse(["--models-dir", str(tmp_path)]).model is None  # nothing loaded until a request names one
+
+
+def test_mmproj_that_is_no_gguf_or_has_no_gguf_model_is_refused_in_words(capsys: pytest.CaptureFixture[str],
+                                                                         tmp_path: Path, default_model: str) -> None:
+    from engine.server.cli import parse
+
+    text = tmp_path / "notes.gguf"
+    text.write_text("not a projector")
+    folder = tmp_path / "hf-model"
+    folder.mkdir()
+    for argv, said in ((["--model", default_model, "--mmproj", str(text)], f"--mmproj {text} is not a GGUF file"),
+                       (["--model", default_model, "--mmproj", str(tmp_path / "gone.gguf")], "cannot be read"),
+                       (["--model", str(folder), "--mmproj", str(text)], "is for a GGUF model (llama.cpp)"),
+                       (["--models-dir", str(tmp_path), "--mmproj", str(text)], "--mmproj needs --model")):
+        with pytest.raises(SystemExit):
+            parse(argv)
+        assert said in capsys.readouterr().err
+
+
+def test_mmproj_gives_the_served_model_its_eyes(default_model: str, tmp_path: Path) -> None:
+    import urllib.request
+
+    from engine.randweights.mmproj import write_mmproj
+
+    (tmp_path / "elsewhere").mkdir()
+    projector = write_mmproj(tmp_path / "elsewhere" / "vision-576.gguf", 576)  # not beside the model: only the flag finds it
+    process = subprocess.Popen(
+        [sys.executable, "-c", NO_QT, "--model", default_model, "--mmproj", str(projector), "--port", "0",
+         "--threads", "1", "--slots", "1", "--context", "1024"], cwd=ROOT, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout is not None
+        ready = process.stdout.readline()
+        assert ready.startswith("hearth-serve: serving "), (ready, process.stderr.read() if process.stderr else "")
+        url = ready.split(" at ", 1)[1].split(" ", 1)[0]
+        with urllib.request.urlopen(f"{url}/models", timeout=30) as answer:  # noqa: S310 - 127.0.0.1
+            [model] = json.loads(answer.read())["data"]
+        assert "vision" in json.dumps(model), model
+    finally:
+        process.kill()
+        process.wait(30)

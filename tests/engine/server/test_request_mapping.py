@@ -228,8 +228,15 @@ def test_responses_include_the_output_texts_logprobs() -> None:
     assert responses(top_logprobs=2).sampling.logprobs == 2
 
 
+def test_responses_take_the_reasoning_budget_as_chat_completions_do() -> None:
+    assert responses().sampling.reasoning_budget is None
+    assert responses(reasoning_budget=8).sampling.reasoning_budget == 8
+    assert responses(reasoning_budget=-1).sampling.reasoning_budget is None  # llama-server's "no limit"
+
+
 @pytest.mark.parametrize("fields, param", [
     ({"previous_response_id": "resp_1"}, "previous_response_id"),
+    ({"reasoning_budget": -2}, "reasoning_budget"),
     ({"top_logprobs": 21}, "top_logprobs"),
     ({"tools": [{"type": "function", "description": "no name"}]}, "tools[0].name"),
     ({"tools": [{"type": "web_search"}]}, "tools[0].type"),

@@ -1,7 +1,7 @@
 """An MCP server for the tests, written with the SDK: `python mcp_server.py FOLDER [--http PORT]`.
 
-Tools: add two numbers, read a file from FOLDER, sleep, raise, return 1 MB of text, exit the
-process (a server that crashes mid-call), and say an environment variable (what the server was given).
+Tools: add two numbers (any, or two from 0 to 99), read a file from FOLDER, sleep, raise, return
+1 MB of text, exit the process (a server that crashes mid-call), and say an environment variable (what the server was given).
 With HEARTH_TEST_CALL_LOG set (in the server's env), each `add` that runs appends a line there: a
 test can see that a call never ran even after the app that started the server was killed.
 """
@@ -12,9 +12,11 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import Annotated
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import Field
 
 FOLDER = Path(sys.argv[1]) if len(sys.argv) > 1 else Path.cwd()
 server = MCPServer("test-tools")
@@ -26,6 +28,12 @@ def add(a: float, b: float) -> str:
     if log:
         with open(log, "a", encoding="utf-8") as calls:
             calls.write(f"add {a} {b}\n")
+    return str(a + b)
+
+
+@server.tool(description="Add two whole numbers from 0 to 99.")
+def add_small(a: Annotated[int, Field(ge=0, le=99)], b: Annotated[int, Field(ge=0, le=99)]) -> str:
+    """Bounded arguments: under its grammar even a random-weight model ends each number (tests/families)."""
     return str(a + b)
 
 

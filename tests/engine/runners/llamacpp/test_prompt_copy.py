@@ -69,12 +69,12 @@ def test_a_long_prompt_read_with_the_copy_generates_as_one_read_without_it(runne
     assert with_copy.info.prompt_reading.startswith("F32 copy") and with_copy.info.prompt_copy_bytes > 4 * with_copy.info.n_params
     assert without.info.prompt_reading == "" and without.info.prompt_copy_bytes == 0
     reads: list[int] = []
-    original = with_copy._reader.read  # type: ignore[union-attr]
-    with_copy._reader.read = lambda item: reads.append(len(item.tokens)) or original(item)  # type: ignore[union-attr,method-assign]
+    original = with_copy._cache.reader.read  # type: ignore[union-attr]
+    with_copy._cache.reader.read = lambda item: reads.append(len(item.tokens)) or original(item)  # type: ignore[union-attr,method-assign]
     try:
         first = _read(with_copy, 1, long_prompt)
     finally:
-        del with_copy._reader.read  # type: ignore[union-attr]
+        del with_copy._cache.reader.read  # type: ignore[union-attr]
     # every chunk went to the copy but the last token, sampled from the generating context's logits
     assert reads == [256, 256, len(long_prompt) - 512 - 1]
     read_with_copy = with_copy.last_logits(1)
@@ -119,7 +119,7 @@ def test_cells_read_by_the_copy_serve_a_copied_start_and_a_trimmed_turn(runners,
 
 def test_short_chunks_drafts_and_steps_beside_others_stay_in_the_generating_context(runners) -> None:
     with_copy, _ = runners
-    reader = with_copy._reader
+    reader = with_copy._cache.reader
     assert reader is not None
     short, long = list(range(100, 100 + prompt_copy.MIN_TOKENS - 1)), list(range(100, 100 + prompt_copy.MIN_TOKENS))
     assert not reader.takes(SlotWork(0, short, 0, True))
@@ -213,7 +213,7 @@ def test_a_copy_that_cannot_be_made_leaves_prompts_in_the_generating_context_and
     monkeypatch.setenv("HEARTH_CACHE_DIR", str(tmp_path))
     runner = _load(default_model, prompt_copy="on")
     try:
-        assert runner._reader is None and runner.info.prompt_reading == PROMPT_COPY_FAILED
+        assert runner._cache.reader is None and runner.info.prompt_reading == PROMPT_COPY_FAILED
         assert runner.info.prompt_copy_bytes == 0
         # what it means and what to do, in the user's words; llama.cpp's detail is in the log
         [note] = [note for note in runner.info.notes if note.startswith("Long prompts are read at the usual speed")]

@@ -41,8 +41,14 @@ def _load(path: str, **settings: object) -> LlamaCppRunner:
     return LlamaCppRunner.load(ModelConfig(path=path, **settings), _ignore_progress, lambda: False)  # type: ignore[arg-type]
 
 
-# "auto" is off on the CPU (faster there) and on on a GPU; "on" keeps the other kernel tested here.
-@pytest.fixture(scope="module", params=["auto", "on"], ids=["flash-auto", "flash-on"])
+# "auto" is off on the CPU (faster there) and on on a GPU; "on" keeps the other kernel tested here, by the
+# tests whose outcome runs through attention or the cache's layout (which flash attention changes: V is
+# stored transposed without it). Tokenizing, templates, samplers and thread counts are checked once.
+BOTH_KERNELS = pytest.mark.parametrize("runner", ["auto", "on"], ids=["flash-auto", "flash-on"], indirect=True)
+AUTO_ONLY = pytest.mark.parametrize("runner", ["auto"], ids=["flash-auto"], indirect=True)
+
+
+@pytest.fixture(scope="module")
 def runner(default_model: str, request: pytest.FixtureRequest):
     loaded = _load(default_model, slots=2, context_length=1024, batch_tokens=256, flash_attention=request.param)
     yield loaded
@@ -155,6 +161,7 @@ def _generate_together(runner: LlamaCppRunner, prompts: list[list[int]], count: 
     return produced
 
 
+@BOTH_KERNELS
 def test_slots_batched_in_one_forward_do_not_see_each_other(runner: LlamaCppRunner) -> None:
     france = runner.tokenize(runner.render_chat(FRANCE))
     poem = runner.tokenize(runner.render_chat(POEM))
@@ -173,6 +180,7 @@ def test_slots_batched_in_one_forward_do_not_see_each_other(runner: LlamaCppRunn
     _assert_follows(gaps, LAYOUT_TOLERANCE, "slot 1 batched vs alone")
 
 
+@BOTH_KERNELS
 def test_removing_a_tail_and_feeding_it_again_gives_the_same_next_token(runner: LlamaCppRunner) -> None:
     prompt = runner.tokenize(runner.render_chat(FRANCE))
     other = runner.tokenize(" elephants, elephants and more elephants with long grey")
@@ -192,6 +200,7 @@ def test_removing_a_tail_and_feeding_it_again_gives_the_same_next_token(runner: 
     assert _distribution_shift(expected, detour) > 10 * LAYOUT_TOLERANCE
 
 
+@BOTH_KERNELS
 def test_a_prefix_copied_from_another_slot_serves_without_recomputing_it(runner: LlamaCppRunner) -> None:
     prompt = runner.tokenize(runner.render_chat(FRANCE))
     _prefill(runner, 0, prompt)
@@ -210,6 +219,7 @@ def test_a_prefix_copied_from_another_slot_serves_without_recomputing_it(runner:
     assert _distribution_shift(expected, runner.last_logits(1)) <= LAYOUT_TOLERANCE
 
 
+@BOTH_KERNELS
 def test_a_copied_start_on_the_cpu_moves_only_the_sources_cells(
     runner: LlamaCppRunner, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -234,6 +244,7 @@ def test_a_copied_start_on_the_cpu_moves_only_the_sources_cells(
     assert _distribution_shift(expected, runner.last_logits(1)) <= LAYOUT_TOLERANCE
 
 
+@AUTO_ONLY
 def test_a_turn_that_reuses_its_cached_prompt_is_penalized_as_a_fresh_one(runner: LlamaCppRunner) -> None:
     """The penalties see the prompt's last tokens also where the cache already held them."""
     prompt = runner.tokenize("yes, yes, yes, yes, yes, yes, yes, yes, yes, yes, yes,")
@@ -248,6 +259,7 @@ def test_a_turn_that_reuses_its_cached_prompt_is_penalized_as_a_fresh_one(runner
     assert cold != yes and reused == cold
 
 
+@AUTO_ONLY
 def test_prompt_steps_read_with_every_core_and_generation_leaves_one_free_while_others_are_busy(
     runner: LlamaCppRunner,
 ) -> None:
@@ -255,9 +267,9 @@ def test_prompt_steps_read_with_every_core_and_generation_leaves_one_free_while_
     # a chunk short enough to stay in the generating context (longer ones go to the prompt copy's, which
     # reads with the prompt threads only)
     tokens = runner.tokenize(runner.render_chat(FRANCE))[:MIN_TOKENS - 1]
-    assert runner._reader is not None, "prompt_copy auto reads the bundled model's long prompts with its copy"
-    assert llama_cpp.llama_n_threads_batch(runner._reader.context) == prompt
-    assert llama_cpp.llama_n_threads(runner._reader.context) == prompt
+    assert runner._cache.reader is not None, "prompt_copy auto reads the bundled model's long prompts with its copy"
+    assert llama_cpp.llama_n_threads_batch(runner._cache.reader.context) == prompt
+    assert llama_cpp.llama_n_threads(runner._cache.reader.context) == prompt
     chooser = runner._generation_threads
     position = len(tokens)
     try:
@@ -280,6 +292,7 @@ def test_prompt_steps_read_with_every_core_and_generation_leaves_one_free_while_
         runner._generation_threads = chooser
 
 
+@AUTO_ONLY
 def test_the_models_own_template_renders_system_and_user(runner: LlamaCppRunner) -> None:
     rendered = runner.render_chat(POEM)
     assert rendered == (
@@ -291,6 +304,7 @@ def test_the_models_own_template_renders_system_and_user(runner: LlamaCppRunner)
     assert runner.render_chat(FRANCE[1:]).startswith("<|im_start|>system\nYou are a helpful AI assistant named SmolLM")
 
 
+@AUTO_ONLY
 def test_tokens_round_trip_and_control_tokens_stay_invisible(runner: LlamaCppRunner) -> None:
     text = "Crème brûlée 🍮 and 東京 at 5 o'clock."
     tokens = runner.tokenize(text)
@@ -301,6 +315,7 @@ def test_tokens_round_trip_and_control_tokens_stay_invisible(runner: LlamaCppRun
     assert not runner.is_end_of_generation(tokens[0])
 
 
+@AUTO_ONLY
 def test_a_seeded_sampler_repeats_itself_and_differs_from_greedy(runner: LlamaCppRunner) -> None:
     prompt = runner.tokenize(runner.render_chat(POEM))
     params = SamplingParams(temperature=1.5, top_k=100, top_p=1.0, min_p=0.0, seed=1234)
@@ -311,6 +326,7 @@ def test_a_seeded_sampler_repeats_itself_and_differs_from_greedy(runner: LlamaCp
     assert first != _generate(runner, 0, prompt, 16)
 
 
+@BOTH_KERNELS
 def test_model_info_describes_what_was_loaded(
     runner: LlamaCppRunner, default_model: str, request: pytest.FixtureRequest
 ) -> None:
