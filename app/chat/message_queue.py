@@ -1,6 +1,6 @@
 """Messages written while the chat answers: queued above the input box, editable, cancellable, sent in turn.
 
-Sending while an answer streams no longer refuses: the message waits here, shown as a small
+Sending while an answer streams puts the message here, shown as a small
 editable box with a ✕, and the tab sends the first one when the answer ends (then the next
 after that answer, and so on). What the box holds when its turn comes is what is sent; a box
 emptied by editing is dropped.

@@ -96,6 +96,7 @@ def check_folder(folder: Path) -> dict[str, Any]:
 
 
 def _check_architecture(config_file: Path, raw: dict[str, Any]) -> None:
+    from transformers import __version__ as transformers_version
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
     from transformers.models.auto.modeling_auto import (
         MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,
@@ -112,7 +113,7 @@ def _check_architecture(config_file: Path, raw: dict[str, Any]) -> None:
     if not model_type or model_type not in CONFIG_MAPPING_NAMES:
         raise RunnerError(
             f"{config_file}: model_type {model_type!r} is not an architecture this transformers "
-            f"({_transformers_version()}) knows. It may need remote code, which Hearth does not run, or a newer "
+            f"({transformers_version}) knows. It may need remote code, which Hearth does not run, or a newer "
             "transformers; a GGUF of the model may load with the llama.cpp backend."
         )
     vision = is_vision_config(raw) and model_type in MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES
@@ -132,12 +133,6 @@ def _check_weights(folder: Path) -> None:
             "for safety: unpickling can run arbitrary code. Use a .safetensors version of this model."
         )
     raise RunnerError(f"{folder} has no *.safetensors weight files.")
-
-
-def _transformers_version() -> str:
-    import transformers
-
-    return transformers.__version__
 
 
 def load(config: ModelConfig, progress: Progress, cancelled: Callable[[], bool]) -> Loaded:

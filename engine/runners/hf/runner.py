@@ -34,7 +34,7 @@ from engine.protocol import (
     TokenLogprob,
     ToolSpec,
 )
-from engine.runners.base import CacheFull, Progress, RunnerError, SlotWork
+from engine.runners.base import Progress, RunnerError, SlotWork
 from engine.runners.hf.cache import SlotCache, uses_varlen
 from engine.runners.hf.chat_text import ChatText, picture_kind
 from engine.runners.hf.decode import StaticDecoder, choose_decode, is_decode_step
@@ -45,13 +45,13 @@ from engine.runners.hf.describe import (
     return_freed_memory,
     usable_context,
 )
-from engine.runners.hf.embeddings import embed
+from engine.runners.hf.embeddings import embed, token_logprobs
 from engine.runners.hf.load import Loaded, load
 from engine.runners.hf.model_call import ModelCall
 from engine.runners.hf.picture_steps import PictureSteps
 from engine.runners.hf.rows import SampledRows
 from engine.runners.hf.sampling import SlotSampler
-from engine.runners.hf.step_sampling import sample_step
+from engine.runners.hf.step_sampling import check_step, sample_step
 
 __all__ = ["GREEDY", "HfRunner", "return_freed_memory"]
 
@@ -207,7 +207,7 @@ class HfRunner:
     def forward(self, work: Sequence[SlotWork]) -> dict[int, list[int]]:
         if not work:
             return {}
-        self._validate(work)
+        check_step(work, self._history, self.slots, self.context_length)
         self._rows.start(work, on_cpu=self.device.type == "cpu")  # the masks fill (torch drops the GIL)
         try:
             with torch.inference_mode():
@@ -258,29 +258,11 @@ class HfRunner:
             raise RunnerError(f"Slot {slot} sampled nothing in the last step.")
         return self._last_logits[slot].float().cpu().numpy().copy()
 
-    def _validate(self, work: Sequence[SlotWork]) -> None:
-        if len({item.slot for item in work}) != len(work):
-            raise RunnerError("one step named the same slot twice")
-        for item in work:
-            if not 0 <= item.slot < self.slots or not item.tokens or (item.draft and not item.sample):
-                raise RunnerError(f"bad step item for slot {item.slot} ({len(item.tokens)} tokens)")
-            cached = len(self._history[item.slot])
-            if item.start_pos > cached:
-                raise RunnerError(
-                    f"slot {item.slot}: step starts at position {item.start_pos}, but only {cached} are cached"
-                )
-            if item.start_pos + len(item.fed) > self.context_length:
-                raise CacheFull(f"the chat is longer than the context of {self.context_length} tokens")
-
     # ------------------------------------------------------------ extras
 
     def token_logprobs(self, tokens: Sequence[int]) -> list[float]:
         """log p(token_i | tokens before it) for i >= 1: perplexity checks."""
-        ids = torch.tensor([list(tokens)], dtype=torch.long, device=self.device)
-        with torch.inference_mode():
-            logits = self.model(input_ids=ids, use_cache=False).logits[0, :-1].float()
-        picked = torch.log_softmax(logits, dim=-1).gather(1, ids[0, 1:, None])
-        return [float(x) for x in picked[:, 0].tolist()]
+        return token_logprobs(self.model, self.device, tokens)
 
     def embed(self, texts: Sequence[str]) -> tuple[list[list[float]], list[int]]:
         """Each text's unit-length vector (mean of the last hidden states) and its token count."""

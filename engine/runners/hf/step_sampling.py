@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 import torch
 
-from engine.runners.base import PENALTY_LAST_N, SlotWork
+from engine.runners.base import PENALTY_LAST_N, CacheFull, RunnerError, SlotWork
 from engine.runners.hf.rows import SampledRows
 from engine.runners.hf.sampling import SlotSampler
 
@@ -57,3 +57,17 @@ def _sample_and_verify(item: SlotWork, item_rows: torch.Tensor, sampler: SlotSam
             break
     rows.finish(item.slot, tokens, item_rows)
     return tokens
+
+
+def check_step(work: Sequence[SlotWork], history: Sequence[list[int]], slots: int, context_length: int) -> None:
+    """A step plan the runner can run: each slot once, known, fed, starting within what it caches."""
+    if len({item.slot for item in work}) != len(work):
+        raise RunnerError("one step named the same slot twice")
+    for item in work:
+        if not 0 <= item.slot < slots or not item.tokens or (item.draft and not item.sample):
+            raise RunnerError(f"bad step item for slot {item.slot} ({len(item.tokens)} tokens)")
+        cached = len(history[item.slot])
+        if item.start_pos > cached:
+            raise RunnerError(f"slot {item.slot}: step starts at position {item.start_pos}, but only {cached} are cached")
+        if item.start_pos + len(item.fed) > context_length:
+            raise CacheFull(f"the chat is longer than the context of {context_length} tokens")
