@@ -30,7 +30,9 @@ def test_a_fresh_make_test_pins_torch_before_the_hf_extra(tmp_path: Path) -> Non
     assert pin < llama < full and "import torch" in lines[pin]  # a torch already there is kept
     fixtures = next(i for i, line in enumerate(lines) if "-m tests.families.sources" in line)
     assert full < fixtures < len(lines) - 1  # the family fixtures' sources, fetched before the tests run
-    assert "-m pytest -q -p no:cacheprovider" in lines[-1] and " -m " not in lines[-1].split("-m pytest", 1)[1]
+    # every test of what the app and the server do; the whole-program checks are CI's second step (test-heavy)
+    assert "-m pytest -q -p no:cacheprovider" in lines[-1] and lines[-1].endswith('-m "not heavy"')
+    assert lines[-1].split("-m pytest", 1)[1].count(" -m ") == 1
 
 
 @pytest.mark.parametrize(("target", "selection"), [("test-fast", '-m "not slow and not heavy"'),
@@ -40,6 +42,11 @@ def test_each_tier_runs_alone_on_the_same_set_up(tmp_path: Path, target: str, se
     lines = plan(target, tmp_path / "venv")
     assert any('install -q torch==2.14.1 torchvision==0.29.1' in line for line in lines) and any('-e ".[all,test]"' in line for line in lines)
     assert "-m pytest -q -p no:cacheprovider" in lines[-1] and lines[-1].rstrip().endswith(selection)
+
+
+def test_make_test_all_runs_every_tier_at_once(tmp_path: Path) -> None:
+    last = plan("test-all", tmp_path / "venv")[-1]
+    assert "-m pytest -q -p no:cacheprovider" in last and " -m " not in last.split("-m pytest", 1)[1]
 
 
 def test_make_run_installs_the_whole_app_without_a_torch_pin(tmp_path: Path) -> None:

@@ -24,8 +24,13 @@ def test_the_speech_model_and_the_voice_have_their_rows_and_their_part_of_the_ba
     voice_bytes = round(Path(voice_model).stat().st_size * VOICE_FACTOR)
     assert (recognizer.memory_bytes, voice.memory_bytes) == (speech_bytes, voice_bytes)  # type: ignore[attr-defined]
     assert 150 * MIB < speech_bytes < 250 * MIB and 100 * MIB < voice_bytes < 150 * MIB  # Whisper base, a medium voice
-    assert [(kind, name) for kind, name, _ in voice_models()] == [
-        ("speech to text", Path(speech_model).name), ("voice", "en_US-joe-medium")]
+    # Other tests in this process may still hold models of their own (the local API's, say): each is a row too
+    gc.collect()
+    rows = [(kind, name) for kind, name, _ in voice_models()]
+    assert ("speech to text", Path(speech_model).name) in rows and ("voice", "en_US-joe-medium") in rows
+    assert rows == sorted(rows, key=lambda row: (row[0] != "speech to text", row[1]))  # speech models first
+    others = sum(size for *_, size in voice_models()) - speech_bytes - voice_bytes
+    assert others >= 0
     gauge = GaugeWidget(lambda _chat_id: "")
     qtbot.addWidget(gauge)
     gauge.set_model(model_info())
@@ -35,8 +40,8 @@ def test_the_speech_model_and_the_voice_have_their_rows_and_their_part_of_the_ba
             f"{speech_bytes / MIB:.0f} MiB in RAM (estimated)") in details
     assert f"voice en_US-joe-medium: {voice_bytes / MIB:.0f} MiB in RAM (estimated)" in details
     parts = {part.name: part.size for part in gauge.memory_bar.parts}
-    assert gauge.memory is not None and gauge.memory.process_bytes > 2 * MIB + speech_bytes + voice_bytes
-    assert parts["voice models"] == speech_bytes + voice_bytes
+    assert gauge.memory is not None and gauge.memory.process_bytes > 2 * MIB + speech_bytes + voice_bytes + others
+    assert parts["voice models"] == speech_bytes + voice_bytes + others
 
 
 def test_a_dropped_voice_model_leaves_the_gauge(speech_model: str) -> None:
