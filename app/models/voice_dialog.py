@@ -19,6 +19,7 @@ from PySide6.QtGui import QCloseEvent
 from PySide6.QtWidgets import (QDialog, QHBoxLayout, QLabel, QLineEdit, QListWidget, QListWidgetItem, QProgressBar,
                                QPushButton, QVBoxLayout, QWidget)
 
+from app.misc.thread_relay import emit_from_thread
 from app.models.downloads import progress_text
 from engine.hub.errors import HubError
 from engine.hub.listing import RepoListing
@@ -103,7 +104,7 @@ class VoiceModelsDialog(QDialog):
                 result: Any = list_voice_models(repo, settings)
             except HubError as error:
                 result = error
-            _emit(self._listed, repo, result)
+            emit_from_thread(self, "_listed", repo, result)
 
     def _on_add_repo(self) -> None:
         repo = self.repo_edit.text().strip()
@@ -156,13 +157,15 @@ class VoiceModelsDialog(QDialog):
         self._start("hearth-voice-download", lambda: self._fetch(listing, choice, settings))
         self._update_buttons()
 
+    def _report_progress(self, progress: Any) -> None:
+        emit_from_thread(self, "_progressed", progress)
+
     def _fetch(self, listing: RepoListing, choice: VoiceChoice, settings: HubSettings) -> None:
         try:
-            result: Any = fetch_voice(listing, choice, settings, lambda progress: _emit(self._progressed, progress),
-                                      self._cancel.is_set)
+            result: Any = fetch_voice(listing, choice, settings, self._report_progress, self._cancel.is_set)
         except HubError as error:
             result = error
-        _emit(self._fetched, result)
+        emit_from_thread(self, "_fetched", result)
 
     def _on_progress(self, progress: Any) -> None:
         self.progress.setValue(round(progress.fraction * 1000))
@@ -208,11 +211,3 @@ class VoiceModelsDialog(QDialog):
             thread.join(10)
         self._threads = []
         super().closeEvent(event)
-
-
-def _emit(signal: Any, *args: object) -> None:
-    """From a thread; the dialog may be gone."""
-    try:
-        signal.emit(*args)
-    except RuntimeError:
-        pass

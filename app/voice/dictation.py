@@ -16,10 +16,11 @@ import time
 from collections.abc import Callable
 
 import numpy as np
-from PySide6.QtCore import QEvent, QObject, Qt, Signal, SignalInstance
+from PySide6.QtCore import QEvent, QObject, Qt, Signal
 from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import QPlainTextEdit, QWidget
 
+from app.misc.thread_relay import emit_from_thread
 from app.voice.mic_button import MicWidgets
 from app.voice.microphone import (
     Microphone,
@@ -92,7 +93,7 @@ class DictationControl(QObject):
             problem = ""
         except MicrophoneUnavailable as error:
             found, problem = None, str(error)
-        _emit(self.probed, probing, found, problem)
+        emit_from_thread(self, "probed", probing, found, problem)
 
     def _on_probed(self, probing: object, microphone: Microphone | None, problem: str) -> None:
         if probing is not self._probing:
@@ -150,8 +151,8 @@ class DictationControl(QObject):
     def _on_frames(self, recording: Recording, samples: np.ndarray) -> None:
         """Capture thread: keep the block, say how loud it was."""
         if recording.add(samples):
-            _emit(self.too_long)
-        _emit(self.level_changed, level(samples))
+            emit_from_thread(self, "too_long")
+        emit_from_thread(self, "level_changed", level(samples))
 
     def stop(self) -> None:
         """Stop recording and transcribe what was heard."""
@@ -182,7 +183,7 @@ class DictationControl(QObject):
     # ------------------------------------------------------------ transcribing (worker thread)
 
     def _transcribe(self, token: object, audio: Audio, model_path: str, language: str | None) -> None:
-        _emit(self.transcribed, token, dictation_of(audio, model_path, language))
+        emit_from_thread(self, "transcribed", token, dictation_of(audio, model_path, language))
 
     def _on_transcribed(self, token: object, result: Dictation | str) -> None:
         if token is not self._token:
@@ -262,11 +263,3 @@ class DictationControl(QObject):
     def _show_state(self, state: str) -> None:
         self.widgets.show_state(state, self.microphone is not None)
         self.state_changed.emit(state)
-
-
-def _emit(signal: SignalInstance, *args: object) -> None:
-    """Emit from a capture or worker thread; the tab (and this object) may be gone: the window was closed."""
-    try:
-        signal.emit(*args)
-    except RuntimeError:
-        pass

@@ -13,9 +13,10 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-from PySide6.QtCore import QObject, QTimer, Signal, SignalInstance
+from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtWidgets import QBoxLayout, QLabel, QPlainTextEdit, QVBoxLayout, QWidget
 
+from app.misc.thread_relay import emit_from_thread
 from app.voice.dictation import DictationControl
 from app.voice.recognizer import loaded_recognizer
 from app.voice.recording import Recording
@@ -95,13 +96,13 @@ class LiveTranscript(QObject):
     def _preview(self, recording: Recording, audio: Audio, model_path: str, language: str | None) -> None:
         """Worker thread: the words in the recording so far ("" where the model cannot be had: the final says why)."""
         if recording is not self._recording:  # stopped meanwhile: the final transcription needs the model now
-            _emit(self.previewed, recording, "")
+            emit_from_thread(self, "previewed", recording, "")
             return
         try:
             text = loaded_recognizer(model_path).transcribe(audio, language).text
         except Exception:  # noqa: BLE001 - a preview only; the final transcription reports the problem
             text = ""
-        _emit(self.previewed, recording, text)
+        emit_from_thread(self, "previewed", recording, text)
 
     def _on_previewed(self, recording: Recording, text: str) -> None:
         self._busy = False
@@ -112,11 +113,3 @@ class LiveTranscript(QObject):
         self.label.setText(text)
         self.label.setVisible(bool(text))
         self.shown.emit(text)
-
-
-def _emit(signal: SignalInstance, *args: object) -> None:
-    """Emit from the worker; the tab may be gone (the window was closed while a preview was made)."""
-    try:
-        signal.emit(*args)
-    except RuntimeError:
-        pass

@@ -14,9 +14,10 @@ import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from PySide6.QtCore import QObject, Signal, SignalInstance
+from PySide6.QtCore import QObject, Signal
 
 from app.chat.message_list import MessageCard, MessageList
+from app.misc.thread_relay import emit_from_thread
 from app.settings.store import Settings
 from app.voice.audio_out import AudioOut, AudioOutUnavailable
 from app.voice.speaker import open_audio_out
@@ -118,20 +119,11 @@ class ReadAloud(QObject):
         try:
             voice = loaded_voice(choice.voice_path)
             for chunk in speak(voice, pieces, choice.speed):
-                if stop.is_set() or not self._emit(self.chunk_made, stop, chunk.pcm, chunk.sample_rate):
+                if stop.is_set() or not emit_from_thread(self, "chunk_made", stop, chunk.pcm, chunk.sample_rate):
                     return
         except Exception as error:  # noqa: BLE001 - said to the person; the window goes on
             problem = f"The answer could not be read aloud: {error}"
-        self._emit(self.reading_finished, stop, problem)
-
-    @staticmethod
-    def _emit(signal: SignalInstance, *args: object) -> bool:
-        """Emit from the worker; False once the tab (and this object) is gone: the window was closed mid-sentence."""
-        try:
-            signal.emit(*args)
-        except RuntimeError:
-            return False
-        return True
+        emit_from_thread(self, "reading_finished", stop, problem)
 
     def _on_chunk_made(self, stop: threading.Event, pcm: bytes, sample_rate: int) -> None:
         if stop is not self._stop or self._out is None:  # a chunk of a reading already stopped is dropped

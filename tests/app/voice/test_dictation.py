@@ -7,18 +7,23 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
 import numpy as np
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication
 
+from app.voice import dictation
 from app.voice.dictation import NO_MODEL
 from app.voice.microphone import MicrophoneUnavailable
 from app.voice.read_aloud import loaded_voice
 from engine.voice.audio import Audio
 from engine.voice.wer import word_error_rate
 from tests.app.voice.played_microphone import PlayedMicrophone
+
+T = TypeVar("T")
 
 SAID = "Please turn off the kitchen lights before you leave the house."
 MAX_WER = 0.25  # Whisper base on a clean synthetic voice: a word or two of eleven may differ, the sentence may not
@@ -42,13 +47,20 @@ def dictating_tab(window, voice_model: str, speech_model: str) -> tuple:  # type
     return tab, microphone
 
 
+def on_thread(function: Callable[..., T], names: list[str]) -> Callable[..., T]:
+    """`function`, noting the name of the thread each call runs on."""
+    def noted(*args: Any, **kwargs: Any) -> T:
+        names.append(threading.current_thread().name)
+        return function(*args, **kwargs)
+    return noted
+
+
 def test_hold_ctrl_space_speak_and_release_puts_the_words_in_the_box_and_the_message_keeps_them(  # type: ignore[no-untyped-def]
-        scripted_window, qtbot, voice_model: str, speech_model: str, tmp_path: Path) -> None:
+        scripted_window, qtbot, voice_model: str, speech_model: str, tmp_path: Path, monkeypatch) -> None:
     window = scripted_window()
     tab, microphone = dictating_tab(window, voice_model, speech_model)
     transcribed_on: list[str] = []
-    tab.dictation.transcribed.connect(lambda *_: transcribed_on.append(threading.current_thread().name),
-                                      Qt.ConnectionType.DirectConnection)
+    monkeypatch.setattr(dictation, "dictation_of", on_thread(dictation.dictation_of, transcribed_on))
     levels: list[int] = []
     tab.dictation.level_changed.connect(levels.append)
     assert tab.dictation.button.isEnabled() and not tab.dictation.meter.isVisible()

@@ -12,12 +12,13 @@ import numpy as np
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication
 
+from app.voice import live_transcript
 from app.voice.live_transcript import EVERY_SECONDS
 from app.voice.microphone import Frames
 from engine.voice.audio import Audio
 from engine.voice.wer import word_error_rate
 from tests.app.voice.played_microphone import PlayedMicrophone
-from tests.app.voice.test_dictation import LONG, MAX_WER, SAID, spoken
+from tests.app.voice.test_dictation import LONG, MAX_WER, SAID, on_thread, spoken
 
 HELD_AT_S = 2.6  # "Please turn off the kitchen lights": half a second of quiet, then about two seconds of speech
 
@@ -49,7 +50,7 @@ def words(text: str) -> list[str]:
 
 
 def test_the_words_heard_so_far_show_greyed_and_the_final_text_replaces_them(  # type: ignore[no-untyped-def]
-        scripted_window, qtbot, voice_model: str, speech_model: str) -> None:
+        scripted_window, qtbot, voice_model: str, speech_model: str, monkeypatch) -> None:
     window = scripted_window()
     window.settings.set("voice.stt_model", speech_model)
     window.settings.set("voice.language", "en")
@@ -58,8 +59,7 @@ def test_the_words_heard_so_far_show_greyed_and_the_final_text_replaces_them(  #
     tab.dictation.use_microphone(microphone)
     live = tab.voice.live
     previewed_on: list[str] = []
-    live.previewed.connect(lambda *_: previewed_on.append(threading.current_thread().name),
-                           Qt.ConnectionType.DirectConnection)
+    monkeypatch.setattr(live_transcript, "loaded_recognizer", on_thread(live_transcript.loaded_recognizer, previewed_on))
     shown: list[str] = []
     live.shown.connect(shown.append)
     tab.input.setFocus()
@@ -129,5 +129,6 @@ def test_no_preview_past_a_minute(qtbot) -> None:  # type: ignore[no-untyped-def
         qtbot.waitUntil(microphone.finished.is_set)
         live._on_look()  # the timer's look, now that all of it is recorded
         qtbot.waitUntil(lambda: not any(t.name == "live-transcript" for t in threading.enumerate()))
+        QApplication.processEvents()  # what a look handed to the GUI thread before it ended
         assert previews == expected, seconds  # a minute and more: no look (the model would have been asked)
         dictation.cancel()

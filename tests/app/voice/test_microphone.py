@@ -4,6 +4,7 @@ is missing (stand-in `sounddevice` modules: this VM has no sound card), and the 
 from __future__ import annotations
 
 import sys
+import threading
 import types
 from typing import Any
 
@@ -23,7 +24,16 @@ class _FailingImport:
         raise OSError("PortAudio library not found")
 
 
+def no_probe_running() -> None:
+    """Wait for the microphone probes of windows made by earlier tests: a probe whose import of sounddevice fails
+    takes the module's entry out of sys.modules, whatever a test put there meanwhile."""
+    for thread in threading.enumerate():
+        if thread.name == "microphone-probe":
+            thread.join(60)
+
+
 def test_without_sounddevice_it_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    no_probe_running()
     monkeypatch.setitem(sys.modules, "sounddevice", None)  # what `import` sees for a package not installed
     with pytest.raises(MicrophoneUnavailable) as raised:
         SoundDeviceMicrophone()
@@ -32,6 +42,7 @@ def test_without_sounddevice_it_says_what_to_install(monkeypatch: pytest.MonkeyP
 
 
 def test_without_portaudio_it_names_the_system_package(monkeypatch: pytest.MonkeyPatch) -> None:
+    no_probe_running()
     monkeypatch.delitem(sys.modules, "sounddevice", raising=False)
     monkeypatch.setattr(sys, "meta_path", [_FailingImport(), *sys.meta_path])
     with pytest.raises(MicrophoneUnavailable) as raised:

@@ -10,6 +10,7 @@ import pytest
 from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtWidgets import QApplication
 
+from app.voice import read_aloud
 from app.voice.audio_out import PcmSource
 from app.voice.read_aloud import VoiceChoice, voice_choice
 from app.voice.sounddevice_out import SoundDeviceAudioOut
@@ -47,7 +48,7 @@ class RecordingOut(QObject):
 
 
 def test_each_sentence_is_made_off_the_gui_thread_and_handed_to_the_output(scripted_window, qtbot,  # type: ignore[no-untyped-def]
-                                                                            voice_model: str) -> None:
+                                                                            voice_model: str, monkeypatch) -> None:
     window = scripted_window()
     window.settings.set("voice.tts_voice", voice_model)
     tab = window.current_tab()
@@ -55,8 +56,14 @@ def test_each_sentence_is_made_off_the_gui_thread_and_handed_to_the_output(scrip
     out = RecordingOut()
     tab.read_aloud._make_out = lambda: out
     made_on: list[str] = []
-    tab.read_aloud.chunk_made.connect(lambda *_: made_on.append(threading.current_thread().name),
-                                      Qt.ConnectionType.DirectConnection)
+    speak = read_aloud.speak
+
+    def noted_speak(*args, **kwargs):  # type: ignore[no-untyped-def]
+        for chunk in speak(*args, **kwargs):
+            made_on.append(threading.current_thread().name)
+            yield chunk
+
+    monkeypatch.setattr(read_aloud, "speak", noted_speak)
     assert not card.read_aloud_button.isHidden() and card.read_aloud_button.text() == "Read aloud"
     qtbot.mouseClick(card.read_aloud_button, Qt.MouseButton.LeftButton)
     assert card.read_aloud_button.text() == "Stop reading"
