@@ -84,11 +84,12 @@ def role(name: str) -> str:
 # ---------------------------------------------------------------- the skeleton (prepared on the CPU machine)
 
 
-def write_skeleton(source: str | Path, target: Path) -> Path:
-    """Every metadata field of `source`, no tensors, plus the type of each tensor role."""
+def write_skeleton(source: str | Path, target: Path, reader: Any = None) -> Path:
+    """Every metadata field of `source`, no tensors, plus the type of each tensor role. `reader`: `source`
+    already open (a GGUFReader; reading one takes seconds)."""
     import gguf
 
-    reader = gguf.GGUFReader(source)
+    reader = reader if reader is not None else gguf.GGUFReader(source)
     types = {role(t.name): t.tensor_type.name for t in reader.tensors}
     writer = gguf.GGUFWriter(target, arch=_architecture(reader))
     _copy_fields(reader, writer, {})
@@ -129,10 +130,11 @@ def shape_of(reader: Any) -> LlamaShape:
                       str(name.contents()) if name is not None else "")
 
 
-def skeleton_types(path: str | Path) -> dict[str, str]:
+def skeleton_types(skeleton: str | Path | Any) -> dict[str, str]:
+    """The tensor type of each role a skeleton names: from its path, or from it already open (a GGUFReader)."""
     import gguf
 
-    return _types(gguf.GGUFReader(path))
+    return _types(skeleton if isinstance(skeleton, gguf.GGUFReader) else gguf.GGUFReader(skeleton))
 
 
 def _types(reader: Any) -> dict[str, str]:
