@@ -8,6 +8,7 @@ the text chat gets before the gate opens came while the picture's encode had not
 from __future__ import annotations
 
 import ctypes
+import os
 import threading
 from pathlib import Path
 from typing import Iterator
@@ -187,3 +188,20 @@ def test_the_chips_count_is_the_prompts_and_needs_the_loaded_model(runner: Llama
     assert counter(40, 24) == n_image_tokens() == 16  # an mlp projector: 16 rows whatever the size
     with pytest.raises(RunnerError, match="not loaded"):
         picture_counter(str(tmp_path / "other.gguf"))(40, 24)  # type: ignore[misc]
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_getscheduler"), reason="the idle scheduling class is Linux's")
+def test_the_encoders_thread_gives_way_to_the_steps_at_once() -> None:
+    from engine.runners.llamacpp.picture_encoder import _be_nice
+
+    seen: list[int] = []
+
+    def encoder() -> None:
+        _be_nice()
+        seen.append(os.sched_getscheduler(threading.get_native_id()))
+
+    thread = threading.Thread(target=encoder)
+    thread.start()
+    thread.join()
+    assert seen == [os.SCHED_IDLE]  # a waking step's thread preempts it, with no wake-up granularity to wait
+    assert os.sched_getscheduler(threading.get_native_id()) == os.SCHED_OTHER  # the caller's own is untouched
