@@ -21,6 +21,7 @@ from pathlib import Path
 from PySide6.QtCore import QEventLoop, QObject, QTimer, Signal
 
 from app.chat.document_vectors import Vectors
+from app.misc.thread_relay import emit_from_thread
 from engine.documents.extract import ExtractionError, extract
 from engine.documents.index import DocumentIndex
 from engine.documents.prompt import CountTokens
@@ -95,7 +96,7 @@ class DocumentWorker(QObject):
             if counter is not None:
                 with Image.open(io.BytesIO(image.data)) as picture:
                     size = picture.size
-                self.picture_counted.emit(key, model, counter(*size))
+                emit_from_thread(self, "picture_counted", key, model, counter(*size))
         except Exception:  # a processor that cannot count: the chip goes without a count, the engine still says
             log.warning("the picture's tokens for %s could not be counted", model, exc_info=True)
 
@@ -138,9 +139,9 @@ class DocumentWorker(QObject):
             vectors.prepare()
         except Exception as error:  # a model that cannot embed: the question is searched by its words
             log.warning("no vectors for %s", vectors.name, exc_info=True)
-            self.vectors_prepared.emit(vectors.name, str(error) or type(error).__name__)
+            emit_from_thread(self, "vectors_prepared", vectors.name, str(error) or type(error).__name__)
         else:
-            self.vectors_prepared.emit(vectors.name, "")
+            emit_from_thread(self, "vectors_prepared", vectors.name, "")
 
     def counter(self) -> tuple[CountTokens, bool]:
         """The loaded model's counter if it is ready (GUI thread: never loads), else the approximation."""
@@ -157,23 +158,27 @@ class DocumentWorker(QObject):
 
     def _work(self, key: int, path: Path, model: str, vectors: Vectors | None) -> None:
         try:
-            document = extract(path, on_progress=lambda done, total: self.progressed.emit(key, "reading", done / total))
+            document = extract(path, on_progress=lambda done, total: self._progress(key, "reading", done / total))
             count, exact = self._counter_for(model)
-            self.read.emit(ReadFile(key, document.name, len(document.pages), document.text, count(document.text), exact))
+            read = ReadFile(key, document.name, len(document.pages), document.text, count(document.text), exact)
+            emit_from_thread(self, "read", read)
             index = DocumentIndex(self._index_file)
             try:
-                doc_id = index.add(document, lambda done, total: self.progressed.emit(key, "indexing", done / total))
-                self.indexed.emit(key, doc_id)  # searched by its words from now on
+                doc_id = index.add(document, lambda done, total: self._progress(key, "indexing", done / total))
+                emit_from_thread(self, "indexed", key, doc_id)  # searched by its words from now on
                 if vectors is not None:
                     self._embed(key, index, vectors)
-                    self.indexed.emit(key, doc_id)  # and by meaning: "embedding 40%" leaves the chip
+                    emit_from_thread(self, "indexed", key, doc_id)  # and by meaning: "embedding 40%" leaves the chip
             finally:
                 index.close()
         except ExtractionError as error:
-            self.failed.emit(key, str(error))
+            emit_from_thread(self, "failed", key, str(error))
         except Exception as error:  # a bug or a full disk: a sentence on the chip, never a dead window
             log.exception("attaching %s failed", path)
-            self.failed.emit(key, f"{path.name}: could not be attached ({error}).")
+            emit_from_thread(self, "failed", key, f"{path.name}: could not be attached ({error}).")
+
+    def _progress(self, key: int, stage: str, share: float) -> None:
+        emit_from_thread(self, "progressed", key, stage, share)
 
     def _embed(self, key: int, index: DocumentIndex, vectors: Vectors) -> None:
         """Vectors for every chunk still without this model's (the new file's, and any earlier file's)."""
@@ -181,11 +186,11 @@ class DocumentWorker(QObject):
             with self._embedding:
                 vectors.prepare()  # even with nothing missing: the next question embeds with it, on the GUI thread
                 index.embed_missing(vectors.embed, vectors.name,
-                                    lambda done, total: self.progressed.emit(key, "embedding", done / total))
+                                    lambda done, total: self._progress(key, "embedding", done / total))
         except Exception as error:  # a model that cannot embed: the file is still searched by its words
             log.warning("no vectors for %s", vectors.name, exc_info=True)
-            self.words_only.emit(key, f"Searched by its words only: {vectors.name.partition(':')[2]} made no "
-                                      f"vectors ({error}).")
+            emit_from_thread(self, "words_only", key,
+                             f"Searched by its words only: {vectors.name.partition(':')[2]} made no vectors ({error}).")
 
     def _counter_for(self, model: str) -> tuple[CountTokens, bool]:
         if not model or model.startswith(("http://", "https://")):

@@ -17,6 +17,7 @@ from PySide6.QtCore import QObject, Signal, Slot
 from app.bridge import EngineBridge, ModelConfig, ModelInfo
 from app.chat.model_picker import display_name
 from app.chat.tab import ChatTab
+from app.misc.thread_relay import emit_from_thread
 from app.models.library import LibraryModel, config_for_path, find_library
 from app.window.model_lifecycle import ModelLifecycle
 from engine.protocol import ModelUnloaded
@@ -27,7 +28,7 @@ Finder = Callable[[], list[LibraryModel]]
 
 class TabModels(QObject):
     library_changed = Signal()
-    _found = Signal(object)  # emitted on the scan's thread, queued to the GUI thread
+    _found = Signal(object)  # the scan's result, handed to the GUI thread (thread_relay.py)
 
     def __init__(self, bridge: EngineBridge, lifecycle: ModelLifecycle, tabs: Tabs, base_config: Callable[[], ModelConfig],
                  keep_alive_s: Callable[[], float | None], recent: Callable[[], list[str]],
@@ -154,8 +155,11 @@ class TabModels(QObject):
             return
         recent, base, projectors, drafts = (list(self._recent()), self._base_config(), dict(self._projectors()),
                                             dict(self._draft_models()))
-        threading.Thread(target=lambda: self._found.emit(find_library(recent, base, projectors, drafts)),
-                         name="hearth-model-library", daemon=True).start()
+
+        def find() -> None:
+            emit_from_thread(self, "_found", find_library(recent, base, projectors, drafts))
+
+        threading.Thread(target=find, name="hearth-model-library", daemon=True).start()
 
     def set_library(self, models: list[LibraryModel]) -> None:
         self._looked = True
