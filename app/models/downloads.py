@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from PySide6.QtCore import QObject, Signal, Slot
 
 from app.misc.qt_compat import guard_emit_refcount_bug
+from app.misc.thread_relay import emit_from_thread
 from engine.units import format_bytes
 from engine.hub.download import fetch_choice
 from engine.hub.errors import HubError
@@ -92,13 +93,13 @@ class DownloadManager(QObject):
 
         def body() -> None:
             try:
-                path = fetch_choice(listing, choice, settings, self.progressed.emit, cancel.is_set)
+                path = fetch_choice(listing, choice, settings, self._report_progress, cancel.is_set)
                 result: object = Downloaded(path, listing.repo_id, choice)
             except HubError as error:
                 result = error
             except Exception as error:  # never a silent dead thread: the dialog says what happened
                 result = HubError(f"The download failed: {error}")
-            self._ended.emit(result)
+            emit_from_thread(self, "_ended", result)
 
         self._thread = threading.Thread(target=body, name="hearth-download", daemon=True)
         self.progressed.connect(self._remember)
@@ -107,6 +108,10 @@ class DownloadManager(QObject):
         return True
 
     @Slot(object)
+    def _report_progress(self, progress: DownloadProgress) -> None:
+        """The download's thread: its progress, to the GUI thread."""
+        emit_from_thread(self, "progressed", progress)
+
     def _remember(self, progress: DownloadProgress) -> None:
         self.last_progress = progress
 

@@ -14,6 +14,7 @@ from typing import Callable
 from PySide6.QtCore import Signal, Slot
 from PySide6.QtWidgets import QCheckBox, QLabel, QVBoxLayout, QWidget
 
+from app.misc.thread_relay import emit_from_thread
 from app.models.downloads import DownloadManager, Downloaded
 from app.models.files_table import VERDICT_COLORS, needs_text
 from engine.hub.draft_pick import DraftSuggestion, suggest_draft
@@ -65,7 +66,7 @@ class DraftOffer(QWidget):
                 result = error
             except Exception as error:  # a surprise is still a sentence, never a dead thread
                 result = HubError(f"Something went wrong looking for a draft model: {error}")
-            self._answer.emit(generation, result)
+            emit_from_thread(self, "_answer", generation, result)
 
         self._threads = [thread for thread in self._threads if thread.is_alive()]
         thread = threading.Thread(target=body, name="hearth-hub-draft", daemon=True)

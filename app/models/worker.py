@@ -12,6 +12,7 @@ from typing import Any, Callable
 
 from PySide6.QtCore import QObject, Signal, Slot
 
+from app.misc.thread_relay import emit_from_thread
 from engine.hub.errors import HubError
 from engine.hub.fit import RepoView, repo_view
 from engine.hub.search import Format, RepoSummary, Sort, search
@@ -50,7 +51,7 @@ class HubWorker(QObject):
                 result = error
             except Exception as error:  # a bug or a surprise: still a sentence in the dialog, not a dead thread
                 result = HubError(f"Something went wrong talking to the Hub: {error}")
-            self._answer.emit(generation, what, result)
+            emit_from_thread(self, "_answer", generation, what, result)
 
         self._threads = [t for t in self._threads if t.is_alive()]
         thread = threading.Thread(target=body, name=f"hearth-hub-{what}", daemon=True)

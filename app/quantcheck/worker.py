@@ -13,8 +13,9 @@ from __future__ import annotations
 import logging
 import threading
 
-from PySide6.QtCore import QObject, Signal, SignalInstance
+from PySide6.QtCore import QObject, Signal
 
+from app.misc.thread_relay import emit_from_thread
 from app.quantcheck.saved import save
 from engine.quantcheck.check import CheckSpec, run_check
 from engine.quantcheck.errors import Cancelled, CheckError
@@ -54,27 +55,22 @@ class CheckWorker(QObject):
         return not self.running
 
     def _run(self, spec: CheckSpec) -> None:
-        signal: SignalInstance
+        signal: str  # the name of the signal that tells the dialog how it ended
         args: tuple[object, ...]
         try:
             report = run_check(spec, self._on_progress, self._cancel.is_set)
-            signal, args = self.check_finished, (save(report),)
+            signal, args = "check_finished", (save(report),)
         except Cancelled:
-            signal, args = self.check_cancelled, ()
+            signal, args = "check_cancelled", ()
         except CheckError as error:
-            signal, args = self.check_failed, (str(error),)
+            signal, args = "check_failed", (str(error),)
         except OSError as error:  # the reference's temporary file, or the saved result
-            signal, args = self.check_failed, (f"The check could not write its files: {error}.",)
+            signal, args = "check_failed", (f"The check could not write its files: {error}.",)
         except Exception as error:  # a bug must reach the dialog, not vanish with the thread
             log.exception("quantization check failed")
-            signal, args = self.check_failed, (f"The check stopped: {error}",)
-        try:
-            signal.emit(*args)
-        except RuntimeError:  # the dialog went with its window meanwhile: nobody is left to tell
-            pass
+            signal, args = "check_failed", (f"The check stopped: {error}",)
+        emit_from_thread(self, signal, *args)  # not if the dialog went with its window meanwhile
 
     def _on_progress(self, fraction: float, message: str) -> None:
-        try:
-            self.progressed.emit(fraction, message)
-        except RuntimeError:  # the dialog is gone: the check has nobody to report to, so it stops
-            self._cancel.set()
+        if not emit_from_thread(self, "progressed", fraction, message):
+            self._cancel.set()  # the dialog is gone: the check has nobody to report to, so it stops
