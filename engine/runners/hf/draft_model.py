@@ -23,6 +23,7 @@ import numpy as np
 
 from engine.protocol import ModelConfig, ModelInfo
 from engine.runners.base import LoadCancelled, Progress, RunnerError, SlotWork
+from engine.runners.draft_feed import Feed, Want, drafting, in_chunks, kept_prefix, reads_prompt
 from engine.tuning import DRAFT_MIN_PROBABILITY, DRAFT_TIMING_MEMORY
 
 
@@ -45,7 +46,6 @@ class HfRunner(Protocol):
 
 Load = Callable[[ModelConfig, Progress, Callable[[], bool]], HfRunner]
 
-Want = tuple[int, Sequence[int], int]  # (slot, the chat's tokens so far, most tokens to draft)
 # Most token ids the two vocabularies may differ by: llama.cpp's SPEC_VOCAB_MAX_SIZE_DIFFERENCE, as the llama.cpp
 # runner's check (runners/llamacpp/draft_vocab.py) has it.
 VOCAB_SIZE_SLACK = 128
@@ -118,13 +118,11 @@ class HfDraftModel:
         if runner is None:
             raise RunnerError("The draft model was closed.")
         drafts: list[list[int]] = [[] for _ in wants]
-        # A chat with pictures has rows the draft model cannot read (ids past the vocabulary): it drafts nothing.
-        going = [index for index, (_, tokens, count) in enumerate(wants)
-                 if count > 0 and tokens and max(tokens) < self._n_vocab]
+        going = drafting(wants, self._n_vocab)
         if not going:
             return drafts
         started = time.perf_counter()
-        read_prompt = any(len(wants[index][1]) - len(self._cached[wants[index][0]]) > 2 for index in going)
+        read_prompt = reads_prompt(wants, going, self._cached)
         guesses = self._feed([(wants[index][0], wants[index][1]) for index in going], sample=True)
         while going:
             feeding = []
@@ -152,30 +150,18 @@ class HfDraftModel:
         """Each slot's cache cut back to its longest common prefix with its tokens (all but the last where `sample`
         asks for a guess after the last one) and fed the rest, in chunks of the batch; each slot's guess."""
         assert self._runner is not None
-        pending: list[tuple[int, list[int]]] = []
+        pending: list[Feed] = []
         for slot, tokens in wants:
-            cached, keep = self._cached[slot], 0
-            limit = min(len(cached), len(tokens) - 1 if sample else len(tokens))
-            while keep < limit and cached[keep] == tokens[keep]:
-                keep += 1
+            cached = self._cached[slot]
+            keep = kept_prefix(cached, tokens, keep_last=sample)
             if keep < len(cached):
                 self._runner.remove_from(slot, keep)
                 del cached[keep:]
             if keep < len(tokens):
                 pending.append((slot, list(tokens[keep:])))
         guesses: dict[int, tuple[int, float]] = {}
-        while pending:
-            room, chunk, rest = max(self._runner.batch_tokens, 1), [], []
-            for slot, tokens in pending:
-                part = tokens[: max(room, 0)]
-                room -= len(part)
-                if part:
-                    chunk.append((slot, part))
-                if len(part) < len(tokens):
-                    rest.append((slot, tokens[len(part):]))
-            ending = {slot for slot, _ in chunk} - {slot for slot, _ in rest} if sample else set()
-            guesses.update(self._step(chunk, sample=False, sampled=ending))
-            pending = rest
+        for chunk, ending in in_chunks(pending, max(self._runner.batch_tokens, 1)):
+            guesses.update(self._step(chunk, sample=False, sampled=ending if sample else set()))
         return guesses
 
     def _step(self, feeds: list[tuple[int, list[int]]], sample: bool, sampled: set[int] | None = None

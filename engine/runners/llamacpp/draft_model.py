@@ -30,13 +30,13 @@ import numpy as np
 
 from engine.protocol import ModelConfig
 from engine.runners.base import LoadCancelled, Progress, RunnerError
+from engine.runners.draft_feed import Feed, Want, drafting, in_chunks, kept_prefix, reads_prompt
 from engine.runners.llamacpp.batch import free_handles, put_tokens
 from engine.runners.llamacpp.draft_vocab import vocabulary_problem
 from engine.runners.llamacpp.info import kv_cache_bytes
 from engine.runners.llamacpp.load import check_file, create_context, load_model
 from engine.tuning import DRAFT_MIN_PROBABILITY, DRAFT_TIMING_MEMORY
 
-Want = tuple[int, Sequence[int], int]  # (slot, the chat's tokens so far, most tokens to draft)
 
 
 class DraftModel:
@@ -102,13 +102,11 @@ class DraftModel:
         if self._context is None or self._batch is None:
             raise RunnerError("The draft model was closed.")
         drafts: list[list[int]] = [[] for _ in wants]
-        # A chat with pictures has rows the draft model cannot read (ids past the vocabulary): it drafts nothing.
-        going = [index for index, (_, tokens, count) in enumerate(wants)
-                 if count > 0 and tokens and max(tokens) < self._n_vocab]
+        going = drafting(wants, self._n_vocab)
         if not going:
             return drafts
         started = time.perf_counter()
-        read_prompt = any(len(wants[index][1]) - len(self._cached[wants[index][0]]) > 2 for index in going)
+        read_prompt = reads_prompt(wants, going, self._cached)
         rows = self._catch_up([wants[index] for index in going])
         while going:
             feeding = []
@@ -142,33 +140,20 @@ class DraftModel:
     def _feed(self, wants: list[tuple[int, Sequence[int]]], logits: bool) -> dict[int, int]:
         """Each stream cut back to its longest common prefix with its tokens (all but the last where `logits`
         asks for the last one's row) and fed the rest, in chunks of the batch; the row of each last token."""
-        pending: list[tuple[int, list[int]]] = []
+        pending: list[Feed] = []
         for slot, tokens in wants:
             cached = self._cached[slot]
-            keep = 0
-            limit = min(len(cached), len(tokens) - 1 if logits else len(tokens))
-            while keep < limit and cached[keep] == tokens[keep]:
-                keep += 1
+            keep = kept_prefix(cached, tokens, keep_last=logits)
             if keep < len(cached):
                 llama_cpp.llama_memory_seq_rm(self._memory, slot, keep, -1)
                 del cached[keep:]
             if keep < len(tokens):
                 pending.append((slot, list(tokens[keep:])))
         rows: dict[int, int] = {}
-        while pending:
-            room, chunk, rest = self._capacity, [], []
-            for slot, tokens in pending:
-                part = tokens[: max(room, 0)]
-                room -= len(part)
-                if part:
-                    chunk.append((slot, part))
-                if len(part) < len(tokens):
-                    rest.append((slot, tokens[len(part):]))
-            ending = {slot for slot, _ in chunk} - {slot for slot, _ in rest}
+        for chunk, ending in in_chunks(pending, self._capacity):
             for (slot, _), row in zip(chunk, self._decode(chunk, ending if logits else set())):
                 if slot in ending:
                     rows[slot] = row
-            pending = rest
         return rows
 
     def _decode(self, feeds: list[tuple[int, list[int]]], wants_logits: set[int] | None = None) -> list[int]:
