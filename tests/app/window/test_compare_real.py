@@ -51,6 +51,8 @@ def test_compare_streams_two_real_models_at_once_and_each_answers_as_alone(  # t
     assert all(len(at) >= 8 for at in steps.values()), steps
     assert max(at[0] for at in steps.values()) < min(at[-1] for at in steps.values()), order
     qtbot.waitUntil(lambda: window.gauge.model_label.text().startswith("2 models"), timeout=LONG)
+    # both answers are over, but each model's slots are freed in the engine's next stats, which may come later
+    qtbot.waitUntil(lambda: window.gauge.details_html().count("tok/s · slots 0/4") == 2, timeout=LONG)
     details = window.gauge.details_html()  # each model by its file's name, with its memory and slots
     for path in (default_model, requantized_model):
         stem = path.rsplit("/", 1)[-1].removesuffix(".gguf")
