@@ -8,7 +8,8 @@ step: a new thread per step costs its start on every token (tens of microseconds
 milliseconds on a loaded one), where a 152k-token vocabulary's mask itself takes 30-400 us.
 
 `OverlapChoice` decides, on a CPU whose every core the pass would take, between filling the masks
-first and giving the masks one of the pass's threads: whichever the measured times say is cheaper.
+after the pass, as sampling asks for them, and giving the masks one of the pass's threads: whichever
+the measured times say is cheaper.
 Either way the masks are the same, so the answer is too; only its speed differs.
 """
 
@@ -69,42 +70,47 @@ class MaskWorker:
 
 class OverlapChoice:
     """Whether a CPU pass that would take every core should run on one thread fewer, the masks filling
-    on the freed core beside it, rather than on every core after the masks filled first.
+    on the freed core beside it, rather than on every core with the masks filled after it.
 
-    Filled first, a step costs pass(t) + masks; beside, about max(pass(t - 1), masks). Each is measured
-    as the steps go (running averages): the pass on every core first, then one step on one thread
-    fewer, then whichever costs less, with one step of the other every EXPLORE_EVERY constrained steps
-    so that a changed load or batch shows. What each wins differs by model: for 135M-parameter
-    SmolLM2 the masks are 2-13% of a step and a thread fewer costs the pass more than that (filled
-    first measured 0.97x free at 4 tabs, beside 0.77-0.82x: docs/benchmarks.md, constrained decoding);
-    on a narrow model with a 152k-token vocabulary the masks cost about what the pass does."""
+    After the pass, a step costs pass(t) + the masks sampling asked for (a greedy sample the constraint
+    allows asks for none: SlotConstraints.best); beside, about max(pass(t - 1), every mask). Each is
+    measured as the steps go (running averages): the pass on every core first, then one step on one
+    thread fewer, then whichever costs less, with one step of the other every EXPLORE_EVERY constrained
+    steps so that a changed load or batch shows. What each wins differs by model: for 135M-parameter
+    SmolLM2 the masks are 2-13% of a step and a thread fewer costs the pass more than that; on a narrow
+    model with a 152k-token vocabulary a full mask costs about what the pass does
+    (docs/benchmarks.md, constrained decoding)."""
 
     def __init__(self) -> None:
-        self.masks_s = 0.0  # running average of a step's mask time, where it had any
+        self.after_s: float | None = None  # running average of a step's masks filled after the pass
+        self.beside_s: float | None = None  # and of a step's masks filled beside it
         self._pass_s: dict[int, float] = {}  # threads -> running average of a constrained decode pass
         self._steps = 0
 
     def threads(self, threads: int) -> int:
         """The threads for this constrained step's pass, given the `threads` it would take."""
-        if threads < 2 or not self.masks_s:
+        if threads < 2 or self.after_s is None:
             return threads
         every, fewer = self._pass_s.get(threads), self._pass_s.get(threads - 1)
         if every is None:
             return threads
-        if fewer is None:
+        if fewer is None or self.beside_s is None:
             return threads - 1  # one try, to measure it
         self._steps += 1
-        beside = max(fewer, self.masks_s) < every + self.masks_s
+        beside = max(fewer, self.beside_s) < every + self.after_s
         if self._steps % EXPLORE_EVERY == 0:
             beside = not beside
         return threads - 1 if beside else threads
 
-    def record_masks(self, seconds: float) -> None:
-        self.masks_s = _average(self.masks_s, seconds)
+    def record_masks(self, seconds: float, beside: bool) -> None:
+        if beside:
+            self.beside_s = _average(self.beside_s, seconds)
+        else:
+            self.after_s = _average(self.after_s, seconds)
 
     def record_pass(self, threads: int, seconds: float) -> None:
-        self._pass_s[threads] = _average(self._pass_s.get(threads, 0.0), seconds)
+        self._pass_s[threads] = _average(self._pass_s.get(threads), seconds)
 
 
-def _average(old: float, new: float) -> float:
-    return new if not old else old + EMA_WEIGHT * (new - old)
+def _average(old: float | None, new: float) -> float:
+    return new if old is None else old + EMA_WEIGHT * (new - old)

@@ -3,20 +3,18 @@
 A runner keeps one SlotConstraints. Before its forward pass it starts the masks of every constrained
 slot that samples this step (`start_masks`): they fill on the mask thread (overlap.py), one matcher
 directly, several in parallel on llguidance's pool, with the GIL dropped, while llama_decode or torch
-(which drop it too) run; unconstrained chats do not wait for them. A slot with a draft gets one mask
-per row: the next token's, then the one after each draft token in turn (the matcher advanced over the
-draft and rolled back), so a drafted token the constraint forbids can never be sampled and is
-rejected like any other mismatch.
-
-llguidance's view of the vocabulary takes seconds to build (2 s for a 49k vocabulary, 13 s for 128k):
-`ready()` builds it on a worker thread of its own, so the engine keeps stepping the other chats while
-a constrained one waits (the scheduler holds it back until `ready()` says so).
+(which drop it too) run; unconstrained chats do not wait for them. Where the pass takes every core
+they fill after it instead, row by row as sampling reaches them, and a greedy sample (`best`) asks
+the matcher about its best tokens first: one the constraint allows (2 us to ask) needs no mask (an
+average 260 us on a 152k-token vocabulary). A slot with a draft gets one mask per row: the next
+token's, then the one after each draft token in turn (the matcher advanced over the draft and rolled
+back), so a drafted token the constraint forbids can never be sampled and is rejected like any other
+mismatch.
 """
 
 from __future__ import annotations
 
 import os
-import threading
 import time
 from dataclasses import dataclass
 from typing import Callable, Sequence
@@ -29,11 +27,14 @@ from llguidance.numpy import (
     fill_next_token_bitmask_par_with_draft_tokens,
 )
 
+from engine.constraints import bits
 from engine.constraints.grammar import ConstraintError, grammar_for
 from engine.constraints.overlap import MaskWorker, OverlapChoice
+from engine.constraints.vocabulary import VocabularyBuild
 from engine.protocol import Constraint
 
 COMPILED_KEPT = 32  # compiled grammars kept per tokenizer: a chat's next turn reuses its schema's
+GREEDY_TRIES = 3  # best tokens a greedy sample asks the matcher about before it fills the row's mask
 
 
 @dataclass
@@ -41,7 +42,7 @@ class _Rows:
     first: int  # the slot's first row in the step's masks
     count: int
     draft: list[int]
-    filled: bool  # every row filled at once (else a draft row's when it is asked for)
+    filled: bool  # every row filled at once (else each row when it is asked for)
 
 
 class SlotConstraints:
@@ -49,20 +50,19 @@ class SlotConstraints:
     where `ready()` is asked first."""
 
     def __init__(self, tokenizer: Callable[[], LLTokenizer], n_vocab: int) -> None:
-        self._make_tokenizer = tokenizer
-        self._tokenizer: LLTokenizer | None = None
+        self._vocabulary = VocabularyBuild(tokenizer)
         self.n_vocab = n_vocab
         self._matchers: dict[int, LLMatcher] = {}
         self._compiled: dict[Constraint, LLMatcher] = {}
         self._executor: LLExecutor | None = None
-        self._masks = np.zeros((0, _words(n_vocab)), dtype=np.int32)
+        self._masks = np.zeros((0, bits.words(n_vocab)), dtype=np.int32)
         self._penalties = np.zeros((0, n_vocab), dtype=np.uint32)  # the masks as float32 0 / -inf bits
         self._penalty_ready: set[int] = set()  # rows whose penalty the mask thread wrote this step
+        self._filled_late: set[int] = set()  # rows filled this step as sampling reached them
+        self._late_s = 0.0  # their fill time this step, for OverlapChoice
         self._rows: dict[int, _Rows] = {}
         self._worker: MaskWorker | None = None
         self.overlap = OverlapChoice()
-        self._building: threading.Thread | None = None
-        self._build_error: ConstraintError | None = None
 
     # ------------------------------------------------------------ per slot
 
@@ -99,34 +99,12 @@ class SlotConstraints:
         return compiled
 
     def ready(self, wait: float = 0.0) -> bool:
-        """True when a constraint can be set at once; the first call starts building the tokenizer on a
-        worker thread. `wait`: seconds to wait for it. A build that failed counts as ready: set() then
-        raises its ConstraintError, and the turn ends with it."""
-        if self._tokenizer is not None or self._build_error is not None:
-            return True
-        if self._building is None:
-            self._building = threading.Thread(target=self._build, name="constraint-tokenizer", daemon=True)
-            self._building.start()
-        if wait > 0:
-            self._building.join(wait)
-        return self._tokenizer is not None or self._build_error is not None
-
-    def _build(self) -> None:
-        try:
-            self._tokenizer = self._make_tokenizer()
-        except (ValueError, TypeError, RuntimeError) as error:  # llguidance.hf: "Only fast tokenizers ..."
-            self._build_error = ConstraintError(f"Constrained decoding cannot read this model's vocabulary: {error}")
+        """True when a constraint can be set at once (VocabularyBuild.ready); a failed build counts as
+        ready: set() then raises its ConstraintError, and the turn ends with it."""
+        return self._vocabulary.ready(wait)
 
     def tokenizer(self) -> LLTokenizer:
-        if self._tokenizer is None and self._build_error is None:
-            if self._building is None:
-                self._build()  # nobody asked ready() first: build it here
-            else:
-                self._building.join()
-        if self._build_error is not None:
-            raise self._build_error
-        assert self._tokenizer is not None
-        return self._tokenizer
+        return self._vocabulary.get()
 
     # ------------------------------------------------------------ a step's masks
 
@@ -135,11 +113,13 @@ class SlotConstraints:
 
         `concurrent`: on the mask thread, beside the forward pass, each slot's first row also turned into
         the 0 / -inf row forbid() adds, so that after the pass only the addition is left. False fills
-        them here and now, before the pass (where the pass keeps every core busy, a thread beside it
-        stalls the pass's threads at their barriers: OverlapChoice), and a draft row's mask only when
-        sampling reaches it (most drafts end at their first token)."""
+        each row only when sampling reaches it, after the pass (where the pass keeps every core busy, a
+        thread beside it stalls the pass's threads at their barriers: OverlapChoice): most drafts end at
+        their first token, and a greedy sample the constraint allows needs no mask at all."""
         self.wait_masks()
-        self._rows, self._penalty_ready = {}, set()
+        if self._rows and not any(rows.filled for rows in self._rows.values()):
+            self.overlap.record_masks(self._late_s, beside=False)  # the last step's, as sampling asked
+        self._rows, self._penalty_ready, self._filled_late, self._late_s = {}, set(), set(), 0.0
         jobs: list[tuple[LLMatcher, int, list[int]]] = []
         first = 0
         for slot, draft in wanted:
@@ -152,17 +132,13 @@ class SlotConstraints:
             return
         if self._masks.shape[0] < first:
             rows = max(first, 2 * self._masks.shape[0])
-            self._masks = np.zeros((rows, _words(self.n_vocab)), dtype=np.int32)
+            self._masks = np.zeros((rows, bits.words(self.n_vocab)), dtype=np.int32)
             self._penalties = np.zeros((rows, self.n_vocab), dtype=np.uint32)
         # Rows past a forbidden draft token, or past a drafted end of generation, are left as they are:
         # all allowed. None is sampled from under the constraint (sampling stops at the rejection, the
         # turn at its end), and an empty row would leave a sampler nothing to draw from.
         self._masks[:first] = -1
         if not concurrent:
-            started = time.perf_counter()
-            for matcher, row, _ in jobs:  # here, one after another: no thread to wake beside the pass
-                fill_next_token_bitmask(matcher, self._masks, row)
-            self.overlap.record_masks(time.perf_counter() - started)
             return
         if self._worker is None:
             self._worker = MaskWorker()
@@ -182,7 +158,7 @@ class SlotConstraints:
             if self._executor is None:
                 self._executor = LLExecutor()
             fill_next_token_bitmask_par_with_draft_tokens(self._executor, drafted, self._masks)
-        self.overlap.record_masks(time.perf_counter() - started)
+        self.overlap.record_masks(time.perf_counter() - started, beside=True)
         for _, first, _ in jobs:  # each slot's first row is sampled for sure: its additive row now
             self._penalty_row(first)
         self._penalty_ready = {first for _, first, _ in jobs}
@@ -203,13 +179,75 @@ class SlotConstraints:
         row = self._row(slot, offset)
         if row is None:
             return None
-        return np.unpackbits(self._masks[row].view(np.uint8), bitorder="little")[: self.n_vocab].astype(bool)
+        return bits.allowed_bools(self._masks[row], self.n_vocab)
+
+    def best(self, slot: int, offset: int, logits: np.ndarray) -> int:
+        """The greedy sample at row `offset`: the first of the best tokens in `logits` (float32) that the
+        slot may sample, as np.argmax of the masked row picks it; forbidden ones it met are set to -inf.
+
+        A row not filled yet stays so while the matcher allows the best token (2 us to ask; a mask of a
+        152k vocabulary takes 30-1,500 us, the most inside a JSON string, where most tokens are allowed
+        and so the next best ones are asked in turn, up to GREEDY_TRIES). Where the constraint forces
+        the next bytes, or no token asked was allowed, the mask decides."""
+        token = int(np.argmax(logits))
+        rows = self._rows.get(slot)
+        if rows is None or offset >= rows.count:
+            return token
+        row = rows.first + offset
+        if not rows.filled and row not in self._filled_late:
+            for _ in range(GREEDY_TRIES):
+                verdict = self._ask(slot, rows, offset, token)
+                if verdict is None:
+                    break
+                if verdict:
+                    return token
+                logits[token] = -np.inf
+                token = int(np.argmax(logits))
+            self._row(slot, offset)  # filled now
+        mask = self._masks[row]
+        if bits.allows(mask, token):
+            return token
+        allowed = bits.sparse_tokens(mask)
+        if allowed is not None:
+            return int(allowed[np.argmax(logits[allowed])])
+        self.forbid(slot, offset, logits)
+        return int(np.argmax(logits))
+
+    def allows(self, slot: int, offset: int, token: int) -> bool:
+        """Whether the slot may sample `token` at row `offset` of its rows this step; a row not filled yet
+        is filled only where the matcher cannot answer for the mask (_ask)."""
+        rows = self._rows.get(slot)
+        if rows is None or offset >= rows.count:
+            return True
+        row = rows.first + offset
+        if not rows.filled and row not in self._filled_late:
+            verdict = self._ask(slot, rows, offset, token)
+            if verdict is not None:
+                return verdict
+            self._row(slot, offset)
+        return bits.allows(self._masks[row], token)
+
+    def _ask(self, slot: int, rows: _Rows, offset: int, token: int) -> bool | None:
+        """The matcher's answer whether `token` may follow the row's draft tokens, the same as the mask's
+        (tests/engine/constraints/test_masks.py); None where the constraint forces the next bytes (there
+        llguidance's mask admits only their canonical tokens, `"city": ` as one token, not `"c` `ity`,
+        and the matcher any token that spells them) or could end (the matcher refuses an end token the
+        mask allows)."""
+        matcher = self._matchers[slot]
+        taken = matcher.try_consume_tokens(rows.draft[:offset]) if offset else 0
+        try:
+            if taken < offset:
+                return True  # past a draft token the constraint forbids the row is all allowed (start_masks)
+            if matcher.compute_ff_bytes() or matcher.is_accepting():
+                return None
+            return matcher.validate_tokens([token]) == 1
+        finally:
+            if taken:
+                matcher.rollback(taken)
 
     def forbid(self, slot: int, offset: int, logits: np.ndarray) -> bool:
         """Set the tokens the slot may not sample at row `offset` to -inf in `logits` (float32, in place);
-        False: the row is free. The mask's bits become 0.0 or -inf and are added, which numpy vectorizes:
-        a masked copy (np.copyto where=) branches per token, 340-790 us against 80-100 us on a 152k
-        vocabulary where most tokens are allowed (inside a JSON string), measured here."""
+        False: the row is free. The mask's 0.0 / -inf row (bits.penalty_row) is added."""
         row = self._row(slot, offset)
         if row is None:
             return False
@@ -223,36 +261,33 @@ class SlotConstraints:
         rows = self._rows.get(slot)
         if rows is None or offset >= rows.count:
             return None
-        if offset and not rows.filled:
-            self._fill_draft_row(slot, rows, offset)
-        return rows.first + offset
+        row = rows.first + offset
+        if not rows.filled and row not in self._filled_late:
+            started = time.perf_counter()
+            self._fill_late(slot, rows, offset)
+            self._filled_late.add(row)
+            self._late_s += time.perf_counter() - started
+        return row
 
-    def _fill_draft_row(self, slot: int, rows: _Rows, offset: int) -> None:
+    def _fill_late(self, slot: int, rows: _Rows, offset: int) -> None:
         """The mask after the slot's first `offset` draft tokens, filled now (they were sampled: the
         constraint allowed each), as llguidance fills it beside the pass."""
         matcher = self._matchers[slot]
-        taken = matcher.try_consume_tokens(rows.draft[:offset])
+        taken = matcher.try_consume_tokens(rows.draft[:offset]) if offset else 0
         try:
             if taken == offset:
                 fill_next_token_bitmask(matcher, self._masks, rows.first + offset)
         finally:
-            matcher.rollback(taken)
+            if taken:
+                matcher.rollback(taken)
 
     def _penalty_row(self, row: int) -> None:
-        """Row `row`'s mask as float32 bits to add to logits: allowed 0.0, forbidden -inf."""
-        bits = np.unpackbits(self._masks[row].view(np.uint8), bitorder="little")[: self.n_vocab]
-        penalty = self._penalties[row]
-        np.subtract(bits, 1, out=penalty, dtype=np.uint32, casting="unsafe")  # allowed 0, forbidden all ones
-        np.bitwise_and(penalty, NEGATIVE_INFINITY_BITS, out=penalty)
+        bits.penalty_row(self._masks[row], self._penalties[row])
 
 
-NEGATIVE_INFINITY_BITS = np.uint32(0xFF800000)  # float32 -inf
+_CORES = os.cpu_count() or 1  # asked once: os.cpu_count() reads the system's CPU list (18 us a step)
 
 
 def spare_core(threads: int) -> bool:
     """Whether a forward pass on `threads` CPU threads leaves a core for the masks to fill beside it."""
-    return threads < (os.cpu_count() or 1)
-
-
-def _words(n_vocab: int) -> int:
-    return (n_vocab + 31) // 32
+    return threads < _CORES

@@ -3,6 +3,12 @@
 The mask is written into the context's own logits row (forbidden tokens to -inf, through numpy on
 llama_get_logits_ith's buffer) just before llama_sampler_sample reads it, so the slot's sampler
 chain (penalties, top-k, ..., the draw) works unchanged on what the constraint allows.
+
+A greedy chain with no penalties is the row's first best token, and numpy finds it in 11 us where
+llama_sampler_sample takes 166 us on a 152k-token vocabulary (it copies the row into a candidate
+array first); under a constraint the best tokens are checked first and the mask is needed only if
+they are forbidden (SlotConstraints.best). Either way the token is the one the chain would pick from
+the masked row.
 """
 
 from __future__ import annotations
@@ -28,11 +34,16 @@ class SampledRows:
         self._piece = piece
         self.constraints = SlotConstraints(self._tokenizer, n_vocab)
         self._logprobs: dict[int, int] = {}  # slot -> how many alternatives it wants
+        self._argmax: set[int] = set()  # slots whose chain is greedy with no penalties: the row's argmax
         self.entries: dict[int, list[TokenLogprob]] = {}  # slot -> this step's, one per token it got
         self._masked = False  # this step samples a constrained slot from generated tokens
 
     def begin_turn(self, slot: int, params: SamplingParams) -> None:
         self.constraints.set(slot, params.constraint)
+        if params.greedy and not (params.repeat_penalty != 1.0 or params.frequency_penalty or params.presence_penalty):
+            self._argmax.add(slot)
+        else:
+            self._argmax.discard(slot)
         if params.logprobs is None:
             self._logprobs.pop(slot, None)
         else:
@@ -62,12 +73,16 @@ class SampledRows:
     def sample(self, chain: llama_cpp.llama_sampler_p, context: int, slot: int, row: int, offset: int) -> int:
         """The slot's sample at batch row `row`, its `offset`-th row this step (0, then one per draft token)."""
         top = self._logprobs.get(slot)
-        if top is None and not self.constraints.active(slot):
+        argmax = slot in self._argmax
+        if top is None and not argmax and not self.constraints.active(slot):
             return int(llama_cpp.llama_sampler_sample(chain, context, row))
         logits = np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(context, row), shape=(self._n_vocab,))
         stats = row_stats(logits, top) if top is not None else None
-        self.constraints.forbid(slot, offset, logits)
-        token = int(llama_cpp.llama_sampler_sample(chain, context, row))
+        if argmax:
+            token = self.constraints.best(slot, offset, logits)
+        else:
+            self.constraints.forbid(slot, offset, logits)
+            token = int(llama_cpp.llama_sampler_sample(chain, context, row))
         if stats is not None:
             self.entries.setdefault(slot, []).append(entry(stats, token, float(logits[token]), self._piece))
         return token

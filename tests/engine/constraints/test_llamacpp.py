@@ -160,8 +160,10 @@ def test_logprobs_are_the_models_own_before_the_mask(runner: LlamaCppRunner) -> 
 def test_greedy_answers_are_the_same_with_the_masks_beside_the_pass_and_before_it(
         runner: LlamaCppRunner, monkeypatch: pytest.MonkeyPatch, drafted: bool) -> None:
     """Beside the pass the masks fill on the mask thread (a draft's rows all at once, and the additive
-    rows too); before it, on the engine thread (a draft row when sampling reaches it). The same batches
-    on the same threads in both: the answers must agree token for token."""
+    rows too); after it, on the engine thread, a row when sampling reaches it, and only where the
+    matcher refuses the best tokens (SlotConstraints.best). The same batches on the same threads in
+    both, and the same again through llama.cpp's greedy sampler on the fully masked row: the answers
+    must agree token for token."""
     prompt = _tokens(runner, "Describe a person in JSON.")
     constraint = schema_constraint("person")
     monkeypatch.setattr(runner._rows.constraints.overlap, "threads", lambda threads: threads)
@@ -174,9 +176,39 @@ def test_greedy_answers_are_the_same_with_the_masks_beside_the_pass_and_before_i
     for beside in (True, False):
         monkeypatch.setattr("engine.runners.llamacpp.rows.spare_core", lambda threads, beside=beside: beside)
         answers[beside] = _schema_answer(runner, prompt, constraint, guide, wrong)
-    assert answers[True] == answers[False]
+    monkeypatch.setattr(runner._rows, "_argmax", _Never())  # every row masked, then llama_sampler_sample
+    assert answers[True] == answers[False] == _schema_answer(runner, prompt, constraint, guide, wrong)
     text = b"".join(runner._piece(token) for token in answers[True] if not runner.is_end_of_generation(token))
     assert errors("person", text.decode()) == [] or not runner.is_end_of_generation(answers[True][-1])
+
+
+class _Never(set):  # type: ignore[type-arg]
+    """A runner's set of argmax slots that takes none: every slot samples through its llama.cpp chain."""
+
+    def add(self, item: object) -> None:
+        pass
+
+
+def test_a_greedy_turn_takes_the_same_tokens_as_llama_cpps_greedy_sampler(runner: LlamaCppRunner,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """A greedy chain with no penalties is read as the row's argmax in numpy (SampledRows.sample)."""
+    prompt = _tokens(runner, "Tell me about the sea.")
+    free = replace(GREEDY, max_new_tokens=24)
+    numpy_answer = _free_answer(runner, prompt, free)
+    assert 0 in runner._rows._argmax
+    monkeypatch.setattr(runner._rows, "_argmax", _Never())
+    assert _free_answer(runner, prompt, free) == numpy_answer
+    assert len(set(numpy_answer)) >= 4, "more than one token repeated: the answers can differ"
+
+
+def _free_answer(runner: LlamaCppRunner, prompt: list[int], params: SamplingParams) -> list[int]:
+    _start(runner, 0, params)
+    tokens: list[int] = []
+    work = SlotWork(0, prompt, 0, True)
+    while len(tokens) < params.max_new_tokens:
+        tokens += runner.forward([work])[0]
+        work = SlotWork(0, [tokens[-1]], work.start_pos + len(work.tokens), True)
+    return tokens
 
 
 def _schema_answer(runner: LlamaCppRunner, prompt: list[int], constraint: Constraint, guide: list[int],

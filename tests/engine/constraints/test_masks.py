@@ -72,7 +72,7 @@ def test_masks_filled_before_the_pass_equal_those_filled_beside_it(tokenizer: LL
 
 
 def test_a_pass_on_every_core_leaves_none_spare(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("os.cpu_count", lambda: 2)
+    monkeypatch.setattr("engine.constraints.slots._CORES", 2)
     assert not spare_core(2)
     assert spare_core(1)
 
@@ -97,6 +97,64 @@ def test_forbid_sets_exactly_the_forbidden_logits_to_minus_infinity(tokenizer: L
     made.close()
 
 
+@pytest.mark.parametrize("draft", ["", "answer", "forbidden"], ids=["plain", "drafted", "forbidden-draft"])
+def test_the_matcher_allows_a_token_exactly_where_the_mask_does(tokenizer: LLTokenizer, draft: str) -> None:
+    """allows() on a row not filled asks the matcher about the one token (after the row's draft tokens),
+    or fills the mask where the schema forces the next bytes (the key after `{"c`: the mask allows only
+    the canonical token, the matcher also `i`); on every row of every step of the answer it must agree
+    with the mask's bit for every token."""
+    tokens = tokenizer.tokenize_str(ANSWER)
+    (brace,) = tokenizer.tokenize_str("}")
+    asked, filled = constraints(tokenizer, 1), constraints(tokenizer, 1)
+    disagreements, forbidden, asked_only = [], 0, 0
+    for at, token in enumerate(tokens):
+        guess = {"": [], "answer": tokens[at + 1 : at + 3], "forbidden": [*tokens[at + 1 : at + 2], brace]}[draft]
+        for made in (asked, filled):
+            made.start_masks([(0, guess)], concurrent=False)
+        for offset in range(1 + len(guess)):
+            mask = filled.allowed(0, offset)
+            assert mask is not None
+            for candidate in range(tokenizer.vocab_size):
+                if asked.allows(0, offset, candidate) != mask[candidate]:
+                    disagreements.append((at, offset, candidate))
+            forbidden += int((~mask).sum())
+        asked_only += not asked._filled_late
+        for made in (asked, filled):
+            made.consume(0, [token], lambda _: False)
+    assert disagreements == []
+    assert asked_only >= 4, "inside the string and the number the matcher answers alone"
+    assert forbidden > tokenizer.vocab_size * len(tokens) // 2, "the rows forbid most tokens: the check can fail"
+
+
+@pytest.mark.parametrize("concurrent", [False, True], ids=["after", "beside"])
+def test_a_greedy_sample_is_the_best_token_of_the_masked_row(tokenizer: LLTokenizer, concurrent: bool) -> None:
+    """best() is np.argmax of the row with the forbidden tokens at -inf, whether it found the token by
+    asking the matcher (the answer's own token made the best: no mask filled), by trying the next best
+    ones, or from the mask; the only logits it changes are forbidden tokens'."""
+    made = constraints(tokenizer, 2)
+    made.set(1, None)
+    random = np.random.default_rng(1)
+    unfilled = 0
+    for token in tokenizer.tokenize_str(ANSWER):
+        for trial in range(8):
+            made.start_masks([(0, []), (1, [])], concurrent=concurrent)
+            made.wait_masks()
+            logits = random.standard_normal(tokenizer.vocab_size).astype(np.float32)
+            if trial % 2:
+                logits[token] += 10.0  # the answer's own token the best: allowed
+            kept = logits.copy()
+            best = made.best(0, 0, logits)
+            unfilled += not made._filled_late
+            allowed = made.allowed(0, 0)
+            assert allowed is not None
+            assert best == int(np.argmax(np.where(allowed, kept, np.float32(-np.inf))))
+            assert not allowed[logits != kept].any() and np.isneginf(logits[logits != kept]).all()
+            assert made.best(1, 0, kept.copy()) == int(np.argmax(kept)), "a free slot: the plain best"
+        made.consume(0, [token], lambda _: False)
+    if not concurrent:
+        assert unfilled >= 4 * 4, "an allowed best token needs no mask (inside the string and the number)"
+
+
 def test_the_mask_thread_hands_its_failure_to_the_engine_thread_and_ends_on_close() -> None:
     worker = MaskWorker()
     done: list[int] = []
@@ -118,17 +176,28 @@ def test_the_mask_thread_hands_its_failure_to_the_engine_thread_and_ends_on_clos
 def test_a_pass_on_every_core_gives_the_masks_a_thread_where_the_measured_times_say_so() -> None:
     choice = OverlapChoice()
     assert choice.threads(2) == 2, "nothing measured yet: every core"
-    choice.record_masks(0.0002)
+    choice.record_masks(0.0002, beside=False)
     assert choice.threads(2) == 2, "the pass on every core is measured first"
     choice.record_pass(2, 0.010)
     assert choice.threads(2) == 1, "then once on a thread fewer"
-    choice.record_pass(1, 0.018)  # SmolLM2-like: 10 ms + 0.2 ms of masks first, against 18 ms beside
+    choice.record_pass(1, 0.018)  # SmolLM2-like: 10 ms + 0.2 ms of masks after, against 18 ms beside
+    assert choice.threads(2) == 1, "until the masks beside the pass are measured too"
+    choice.record_masks(0.0002, beside=True)
     assert choice.threads(1) == 1, "a pass on one thread keeps it"
     picks = [choice.threads(2) for _ in range(2 * EXPLORE_EVERY)]
-    assert picks.count(2) == 2 * EXPLORE_EVERY - 2 and picks.count(1) == 2, "first, but the other tried now and then"
-    small = OverlapChoice()  # a narrow model, large vocabulary: 0.5 ms + 0.3 ms first, against 0.6 ms beside
-    small.record_masks(0.0003)
-    small.record_pass(2, 0.0005)
-    small.record_pass(1, 0.0006)
+    assert picks.count(2) == 2 * EXPLORE_EVERY - 2 and picks.count(1) == 2, "after, but the other tried now and then"
+    small = _measured(after=0.0003, beside=0.0003)  # a narrow model, large vocabulary: 0.5 + 0.3 ms after, 0.6 beside
     picks = [small.threads(2) for _ in range(EXPLORE_EVERY)]
     assert picks.count(1) == EXPLORE_EVERY - 1 and picks.count(2) == 1
+    greedy = _measured(after=0.00002, beside=0.0003)  # the same, but greedy samples the schema allows need no mask
+    picks = [greedy.threads(2) for _ in range(EXPLORE_EVERY)]
+    assert picks.count(2) == EXPLORE_EVERY - 1 and picks.count(1) == 1
+
+
+def _measured(after: float, beside: float) -> OverlapChoice:
+    choice = OverlapChoice()
+    choice.record_masks(after, beside=False)
+    choice.record_masks(beside, beside=True)
+    choice.record_pass(2, 0.0005)
+    choice.record_pass(1, 0.0006)
+    return choice
