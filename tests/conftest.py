@@ -34,12 +34,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if MODEL_FIXTURES & set(getattr(item, "fixturenames", ())) and item.get_closest_marker("slow") is None:
             item.add_marker(pytest.mark.slow)
-    # Longest first, so that under the Makefile's two workers (a file at a time each) neither ends alone on a long
-    # file while the other has nothing left: the whole-tree checks (a minute or more each), then every file
-    # that loads a model, then the model-free files (seconds each), which even out the end. A file's tests
-    # keep their order.
-    with_model = {item.path for item in items if item.get_closest_marker("slow") is not None}
-    items.sort(key=lambda item: (item.get_closest_marker("heavy") is None, item.path not in with_model))
+    # The whole-tree checks (a minute or more each) first: under `make test`'s two workers they then run beside
+    # the rest instead of leaving one worker alone with them at the end.
+    items.sort(key=lambda item: item.get_closest_marker("heavy") is None)
 
 
 def in_model_free_tier(item: pytest.Item) -> bool:
