@@ -52,6 +52,7 @@ from engine.runners.hf.picture_steps import PictureSteps
 from engine.runners.hf.rows import SampledRows
 from engine.runners.hf.sampling import SlotSampler
 from engine.runners.hf.step_sampling import check_step, sample_step
+from engine.runners.thread_cap import thread_cap
 
 __all__ = ["GREEDY", "HfRunner", "return_freed_memory"]
 
@@ -104,8 +105,9 @@ class HfRunner:
 
     @classmethod
     def load(cls, config: ModelConfig, progress: Progress, cancelled: Callable[[], bool]) -> HfRunner:
-        if config.threads:
-            torch.set_num_threads(config.threads)
+        threads = config.threads or thread_cap()
+        if threads:
+            torch.set_num_threads(threads)
         loaded = load(config, progress, cancelled)
         check_supported(loaded)
         runner = cls(loaded, config)

@@ -13,6 +13,7 @@ from engine.runners.base import CacheFull, RunnerError, SlotWork
 from engine.runners.llamacpp.runner import LlamaCppRunner
 from engine.runners.llamacpp.load import llama_log, same_model_params_for_highlevel
 from engine.runners.llamacpp.params import GenerationThreads, default_threads
+from engine.runners.thread_cap import ENV as THREAD_CAP
 from engine.runners.llamacpp.prompt_copy import MIN_TOKENS
 
 GREEDY = SamplingParams(temperature=0, repeat_penalty=1.0)  # the plain argmax, as the reference logits pick
@@ -259,10 +260,28 @@ def test_a_turn_that_reuses_its_cached_prompt_is_penalized_as_a_fresh_one(runner
     assert cold != yes and reused == cold
 
 
-@AUTO_ONLY
 def test_prompt_steps_read_with_every_core_and_generation_leaves_one_free_while_others_are_busy(
-    runner: LlamaCppRunner,
+    default_model: str, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    monkeypatch.delenv(THREAD_CAP, raising=False)  # the counts a user gets, not the test workers' share
+    runner = _load(default_model, slots=2, context_length=1024, batch_tokens=256)
+    try:
+        _check_thread_counts(runner)
+    finally:
+        runner.close()
+
+
+def test_hearth_threads_caps_both_counts(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(THREAD_CAP, raising=False)
+    generation, prompt = default_threads()
+    monkeypatch.setenv(THREAD_CAP, "1")
+    assert default_threads() == (1, 1)
+    for ignored in ("0", "two", ""):
+        monkeypatch.setenv(THREAD_CAP, ignored)
+        assert default_threads() == (generation, prompt)
+
+
+def _check_thread_counts(runner: LlamaCppRunner) -> None:
     generation, prompt = default_threads()
     # a chunk short enough to stay in the generating context (longer ones go to the prompt copy's, which
     # reads with the prompt threads only)
