@@ -24,7 +24,7 @@ import pytest
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 # Under the Makefile's xdist workers each model pass gets the worker's share of the cores (HEARTH_THREADS,
-# engine/runners/thread_cap.py), it and the processes it starts: two workers reading prompts on both cores of a
+# engine/thread_cap.py), it and the processes it starts: two workers reading prompts on both cores of a
 # 2-core machine stall each other's threads at every barrier.
 if "PYTEST_XDIST_WORKER_COUNT" in os.environ:
     _share = (os.cpu_count() or 1) // int(os.environ["PYTEST_XDIST_WORKER_COUNT"])

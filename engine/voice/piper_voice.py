@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
+from engine.thread_cap import capped
 from engine.voice.audio import pcm16
 from engine.voice.loaded import remember, voice_bytes
 from engine.voice.tts import check_speed
@@ -34,7 +35,7 @@ def check_voice_file(path: str | Path) -> tuple[Path, Path]:
 
 
 class PiperSpeech:
-    """A Piper voice; `threads` CPU threads for its ONNX session."""
+    """A Piper voice; `threads` CPU threads for its ONNX session (HEARTH_THREADS caps them)."""
 
     def __init__(self, path: str | Path, threads: int = 2) -> None:
         model, config = check_voice_file(path)
@@ -47,7 +48,7 @@ class PiperSpeech:
         import json
 
         options = onnxruntime.SessionOptions()
-        options.intra_op_num_threads = threads
+        options.intra_op_num_threads = capped(threads)
         options.inter_op_num_threads = 1
         try:
             session = onnxruntime.InferenceSession(str(model), sess_options=options,

@@ -12,6 +12,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from engine.thread_cap import capped
 from engine.voice.audio import Audio, AudioError, resampled
 from engine.voice.loaded import remember, speech_model_bytes
 from engine.voice.stt import SPEECH_RATE, Segment, Transcript, Word
@@ -36,7 +37,7 @@ def check_model_folder(folder: str | Path) -> Path:
 
 
 class FasterWhisper:
-    """A Whisper model in faster-whisper's format; `threads` CPU threads."""
+    """A Whisper model in faster-whisper's format; `threads` CPU threads (HEARTH_THREADS caps them)."""
 
     def __init__(self, folder: str | Path, threads: int = 2) -> None:
         path = check_model_folder(folder)
@@ -47,7 +48,7 @@ class FasterWhisper:
         self.name = path.name
         self.path = path
         try:
-            self._model = WhisperModel(str(path), device="cpu", compute_type=COMPUTE_TYPE, cpu_threads=threads)
+            self._model = WhisperModel(str(path), device="cpu", compute_type=COMPUTE_TYPE, cpu_threads=capped(threads))
         except (RuntimeError, ValueError, OSError) as error:
             raise SpeechModelError(f"The speech model in {path} could not be loaded: {error}") from None
         self._lock = threading.Lock()

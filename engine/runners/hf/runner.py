@@ -52,7 +52,7 @@ from engine.runners.hf.picture_steps import PictureSteps
 from engine.runners.hf.rows import SampledRows
 from engine.runners.hf.sampling import SlotSampler
 from engine.runners.hf.step_sampling import check_step, sample_step
-from engine.runners.thread_cap import thread_cap
+from engine.thread_cap import thread_cap
 
 __all__ = ["GREEDY", "HfRunner", "return_freed_memory"]
 

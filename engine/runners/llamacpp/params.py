@@ -17,7 +17,7 @@ import llama_cpp
 
 from engine.catalog.flash_rule import llamacpp_flash_attention
 from engine.protocol import ModelConfig
-from engine.runners.thread_cap import thread_cap
+from engine.thread_cap import thread_cap
 from engine.tuning import (
     GENERATION_IDLE_BELOW_CPUS,
     GENERATION_SPARE_CPUS,
@@ -67,7 +67,7 @@ def default_threads() -> tuple[int, int]:
     Generation: the physical cores, but GENERATION_SPARE_CPUS logical CPUs fewer than the machine has
     (left to the window and the rest of the system; with SMT that is still every physical core).
     GenerationThreads adds them back while the rest of the machine is idle. Prompts: every physical
-    core. The runner switches between the two per step. HEARTH_THREADS caps both (thread_cap.py).
+    core. The runner switches between the two per step. HEARTH_THREADS caps both (engine/thread_cap.py).
     """
     import psutil
 

@@ -13,7 +13,7 @@ from engine.runners.base import CacheFull, RunnerError, SlotWork
 from engine.runners.llamacpp.runner import LlamaCppRunner
 from engine.runners.llamacpp.load import llama_log, same_model_params_for_highlevel
 from engine.runners.llamacpp.params import GenerationThreads, default_threads
-from engine.runners.thread_cap import ENV as THREAD_CAP
+from engine.thread_cap import ENV as THREAD_CAP
 from engine.runners.llamacpp.prompt_copy import MIN_TOKENS
 
 GREEDY = SamplingParams(temperature=0, repeat_penalty=1.0)  # the plain argmax, as the reference logits pick

@@ -1,10 +1,11 @@
-"""HEARTH_THREADS: at most this many CPU threads for a model's passes, where Settings leave the count open.
+"""HEARTH_THREADS: at most this many CPU threads for a chat model's passes where Settings leave the count
+open, and for each voice model (2 otherwise).
 
 For running Hearth beside other work that needs its cores, and for the test suite: its two worker
 processes on a 2-core machine would otherwise each read prompts on both cores, and ggml's threads
 wait for each other at every barrier when they outnumber the cores (the constrained-schema answers'
-80 samples, two such processes at once: 55 s each, 37 s each at one thread apiece). Settings' own
-thread count, where set, goes first.
+80 samples, two such processes at once: 55 s each, 37 s each at one thread apiece). A chat model's
+thread count set in Settings goes first.
 """
 
 from __future__ import annotations
@@ -21,3 +22,9 @@ def thread_cap() -> int | None:
     except ValueError:
         return None
     return cap if cap > 0 else None
+
+
+def capped(threads: int) -> int:
+    """`threads`, or the cap where it is lower."""
+    cap = thread_cap()
+    return min(threads, cap) if cap else threads
