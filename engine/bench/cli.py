@@ -12,6 +12,7 @@ from engine.bench.harness import BenchError
 from engine.bench.measure import measure
 from engine.bench.report import table
 from engine.bench.shapes import QUANTS, SHAPES
+from engine.bench.workloads import HISTORY_PAIRS
 from engine.bench.size import PARTS
 from engine.bench.speculative import WORKLOADS
 from engine.paths import user_path
@@ -29,6 +30,9 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
                              "first count), the time to load one on demand, how their steps interleave")
     parser.add_argument("--threads", type=int, help="CPU threads (default: the engine's own choice)")
     parser.add_argument("--repeat", type=int, default=3, help="runs of each case; the best counts (default 3)")
+    parser.add_argument("--history-pairs", type=int, default=HISTORY_PAIRS, metavar="N",
+                        help="the long history's pairs of notes and replies, for the cache-reuse case and --models' "
+                             f"long prompt (default {HISTORY_PAIRS}: about 2,000 tokens)")
     parser.add_argument("--json", help="write the figures to this file")
     parser.add_argument("--backend", choices=("llamacpp", "hf", "remote"), default="llamacpp")
     parser.add_argument("--quant", choices=("none", "int8", "nf4", "fp4", *QUANTS), default="none",
@@ -93,8 +97,9 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
         args.tabs = [int(part) for part in args.tabs.split(",") if part.strip()]
     except ValueError:
         parser.error(f"--tabs wants numbers like 1,4,8, not {args.tabs!r}")
-    if not args.tabs or min(args.tabs) < 1 or args.max_tokens < 1 or args.repeat < 1 or args.pages < 1:
-        parser.error("--tabs, --max-tokens, --repeat and --pages must be positive")
+    if (not args.tabs or min(args.tabs) < 1 or args.max_tokens < 1 or args.repeat < 1 or args.pages < 1
+            or args.history_pairs < 1):
+        parser.error("--tabs, --max-tokens, --repeat, --pages and --history-pairs must be positive")
     if not 1 <= args.research_pages <= 8:
         parser.error("--research-pages takes 1 to 8")
     if args.gui or args.pictures:

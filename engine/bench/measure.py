@@ -101,7 +101,7 @@ def _run_once(bench: Bench, info: ModelInfo, args: argparse.Namespace, repeat: i
     if not args.speculative_only:
         sample["runs"] = [run_tabs(bench, tabs, args.max_tokens) for tabs in args.tabs]
         sample["queue"] = run_queue(bench, 4, args.max_tokens)
-        sample["kv_reuse"] = run_kv_reuse(bench, info.context_length)
+        sample["kv_reuse"] = run_kv_reuse(bench, info.context_length, args.history_pairs)
     return sample
 
 

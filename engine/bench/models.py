@@ -44,7 +44,7 @@ def measure_models(args: argparse.Namespace) -> dict[str, Any]:
             bench.load(config)
             _warm(bench, config.path)
         both = best([_run(bench, paths, tabs, args.max_tokens) for _ in range(args.repeat)])
-        interleave = _interleave(bench, paths, args.max_tokens)
+        interleave = _interleave(bench, paths, args.max_tokens, args.history_pairs)
         _unload(bench, paths[-1])
         load_ms = _load_on_demand(bench, configs[-1])
     finally:
@@ -107,11 +107,11 @@ def _load_on_demand(bench: Bench, config: ModelConfig) -> float:
     return (first - started) * 1000
 
 
-def _interleave(bench: Bench, paths: list[str], max_tokens: int) -> dict[str, Any]:
+def _interleave(bench: Bench, paths: list[str], max_tokens: int, pairs: int) -> dict[str, Any]:
     """The second model streams one tab; the first gets a long prompt: the second's token gaps meanwhile."""
     streaming, reading = paths[-1], paths[0]
     alone = _token_times(bench, [_submit(streaming, "gaps-alone", 0, max_tokens)], "gaps-alone")
-    long_prompt = (*history(), ChatMessage("user", "What did the keeper find on day 3?"))
+    long_prompt = (*history(pairs), ChatMessage("user", "What did the keeper find on day 3?"))
     params = SamplingParams(temperature=0, repeat_penalty=1.0, max_new_tokens=4)
     reader = Submit("long-prompt", long_prompt, params, model=reading)
     together = _token_times(bench, [_submit(streaming, "gaps-beside", 1, max_tokens), reader], "gaps-beside",

@@ -56,7 +56,7 @@ def _run_cases(config: ModelConfig, args: argparse.Namespace) -> tuple[ModelInfo
         samples = [(
             [run_tabs(bench, tabs, args.max_tokens) for tabs in args.tabs],
             run_queue(bench, CONCURRENT, args.max_tokens),
-            run_kv_reuse(bench, info.context_length or 4096),
+            run_kv_reuse(bench, info.context_length or 4096, args.history_pairs),
         ) for _ in range(args.repeat)]
     finally:
         bench.loop.shutdown()

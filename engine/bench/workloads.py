@@ -31,8 +31,11 @@ def _note(day: int) -> str:
             f"that had not been there on day {day - 1}.")
 
 
-def history(pairs: int = 6, notes: int = 11) -> list[ChatMessage]:
-    """A conversation of about 2,000 tokens (SmolLM2's tokenizer) of user notes and short replies."""
+HISTORY_PAIRS = 6  # the long history's pairs of notes and replies: about 2,000 tokens
+
+
+def history(pairs: int = HISTORY_PAIRS, notes: int = 11) -> list[ChatMessage]:
+    """A conversation of user notes and short replies, about 330 tokens a pair (SmolLM2's tokenizer)."""
     messages = [ChatMessage("system", "You are a careful assistant who remembers long conversations.")]
     for pair in range(pairs):
         first = pair * notes + 1
@@ -65,10 +68,11 @@ def run_queue(bench: Bench, tabs: int, max_tokens: int) -> dict[str, Any]:
     return {"tabs": tabs, "ttft_ms_p50": percentile(ttfts, 0.5), "ttft_ms_p99": percentile(ttfts, 0.99)}
 
 
-def run_kv_reuse(bench: Bench, context_length: int) -> dict[str, Any]:
+def run_kv_reuse(bench: Bench, context_length: int, pairs: int = HISTORY_PAIRS) -> dict[str, Any]:
     params = SamplingParams(temperature=0, repeat_penalty=1.0, max_new_tokens=16)
-    # ~2,000 tokens where the context allows it; a tiny test model gets a short history.
-    pairs, notes = (6, 11) if context_length >= 4096 else (1, 2)
+    # `pairs` of notes and replies (6: ~2,000 tokens) where the context allows it; a tiny test model gets a
+    # short history.
+    pairs, notes = (pairs, 11) if context_length >= 4096 else (1, 2)
     messages = history(pairs, notes) + [ChatMessage("user", "What did the keeper find on day 3?")]
     cold = bench.serve([Submit("history", tuple(messages), params)])[0]
     answer = cold.finished.text if cold.finished else ""
