@@ -40,8 +40,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if MODEL_FIXTURES & set(getattr(item, "fixturenames", ())) and item.get_closest_marker("slow") is None:
             item.add_marker(pytest.mark.slow)
-    # The whole-tree checks (a minute or more each) first: under `make test`'s two workers they then run beside
-    # the rest instead of leaving one worker alone with them at the end.
+    # The whole-tree checks (a minute or more each) first in a run of one process. The Makefile's xdist workers
+    # take files by their test count instead (loadfile's reorder); on the durations of a whole `make test` that
+    # order ends the two workers within seconds of each other (docs/benchmarks.md, the test suite).
     items.sort(key=lambda item: item.get_closest_marker("heavy") is None)
 
 
