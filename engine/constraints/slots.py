@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
@@ -233,17 +235,12 @@ class SlotConstraints:
         llguidance's mask admits only their canonical tokens, `"city": ` as one token, not `"c` `ity`,
         and the matcher any token that spells them) or could end (the matcher refuses an end token the
         mask allows)."""
-        matcher = self._matchers[slot]
-        taken = matcher.try_consume_tokens(rows.draft[:offset]) if offset else 0
-        try:
-            if taken < offset:
+        with self._past_draft(slot, rows, offset) as matcher:
+            if matcher is None:
                 return True  # past a draft token the constraint forbids the row is all allowed (start_masks)
             if matcher.compute_ff_bytes() or matcher.is_accepting():
                 return None
             return matcher.validate_tokens([token]) == 1
-        finally:
-            if taken:
-                matcher.rollback(taken)
 
     def forbid(self, slot: int, offset: int, logits: np.ndarray) -> bool:
         """Set the tokens the slot may not sample at row `offset` to -inf in `logits` (float32, in place);
@@ -272,11 +269,18 @@ class SlotConstraints:
     def _fill_late(self, slot: int, rows: _Rows, offset: int) -> None:
         """The mask after the slot's first `offset` draft tokens, filled now (they were sampled: the
         constraint allowed each), as llguidance fills it beside the pass."""
+        with self._past_draft(slot, rows, offset) as matcher:
+            if matcher is not None:
+                fill_next_token_bitmask(matcher, self._masks, rows.first + offset)
+
+    @contextmanager
+    def _past_draft(self, slot: int, rows: _Rows, offset: int) -> Iterator[LLMatcher | None]:
+        """The slot's matcher advanced over the row's first `offset` draft tokens and rolled back after; None
+        where the constraint forbids one of them."""
         matcher = self._matchers[slot]
         taken = matcher.try_consume_tokens(rows.draft[:offset]) if offset else 0
         try:
-            if taken == offset:
-                fill_next_token_bitmask(matcher, self._masks, rows.first + offset)
+            yield matcher if taken == offset else None
         finally:
             if taken:
                 matcher.rollback(taken)

@@ -22,6 +22,7 @@ from llguidance import LLTokenizer
 
 from engine.constraints.slots import SlotConstraints, spare_core
 from engine.protocol import SamplingParams, TokenLogprob
+from engine.runners.llamacpp.sampling import penalized
 from engine.runners.logprobs import entry, row_stats
 
 
@@ -40,7 +41,7 @@ class SampledRows:
 
     def begin_turn(self, slot: int, params: SamplingParams) -> None:
         self.constraints.set(slot, params.constraint)
-        if params.greedy and not (params.repeat_penalty != 1.0 or params.frequency_penalty or params.presence_penalty):
+        if params.greedy and not penalized(params):
             self._argmax.add(slot)
         else:
             self._argmax.discard(slot)

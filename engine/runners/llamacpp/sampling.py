@@ -24,7 +24,7 @@ def _parts(params: SamplingParams, n_vocab: int) -> list[int]:
     # Penalties first, also at temperature 0, as llama-server and OpenAI's API do (and the
     # transformers runner): greedy picks the best token of the penalized logits.
     parts = []
-    if params.repeat_penalty != 1.0 or params.frequency_penalty or params.presence_penalty:
+    if penalized(params):
         parts.append(llama_cpp.llama_sampler_init_penalties(
             n_vocab, PENALTY_LAST_N, params.repeat_penalty, params.frequency_penalty, params.presence_penalty))
     if params.greedy:
@@ -37,6 +37,11 @@ def _parts(params: SamplingParams, n_vocab: int) -> list[int]:
         llama_cpp.llama_sampler_init_temp(params.temperature),
         llama_cpp.llama_sampler_init_dist(seed),  # LLAMA_DEFAULT_SEED: llama.cpp picks one
     ]
+
+
+def penalized(params: SamplingParams) -> bool:
+    """Whether the chain starts with llama.cpp's penalties sampler (it then keeps a history of tokens)."""
+    return params.repeat_penalty != 1.0 or bool(params.frequency_penalty or params.presence_penalty)
 
 
 class SlotSamplers:
