@@ -42,3 +42,14 @@ def sparse_tokens(mask: np.ndarray) -> np.ndarray | None:
         return None
     bits = ((mask[used][:, None] >> _SHIFTS) & 1).astype(bool)
     return (used[:, None] * 32 + _SHIFTS)[bits]
+
+
+def single_token(mask: np.ndarray) -> int | None:
+    """The one token the row allows; None where it allows none or several."""
+    used = np.flatnonzero(mask)
+    if len(used) != 1:
+        return None
+    word = int(mask[used[0]]) & 0xFFFFFFFF
+    if word & (word - 1):
+        return None
+    return int(used[0]) * 32 + word.bit_length() - 1

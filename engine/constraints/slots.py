@@ -8,8 +8,8 @@ they fill after it instead, row by row as sampling reaches them, and a greedy sa
 the matcher about its best tokens first: one the constraint allows (2 us to ask) needs no mask (an
 average 260 us on a 152k-token vocabulary). A slot with a draft gets one mask per row: the next
 token's, then the one after each draft token in turn (the matcher advanced over the draft and rolled
-back), so a drafted token the constraint forbids can never be sampled and is rejected like any other
-mismatch.
+back), so a drafted token the constraint forbids is rejected like any other mismatch. Tokens the
+constraint forces come as the draft (`forced`, forced.py): a greedy row there is its forced token.
 """
 
 from __future__ import annotations
@@ -30,13 +30,13 @@ from llguidance.numpy import (
 )
 
 from engine.constraints import bits
-from engine.constraints.grammar import ConstraintError, grammar_for
+from engine.constraints.forced import forced_tokens
+from engine.constraints.grammar import grammar_for
 from engine.constraints.overlap import MaskWorker, OverlapChoice
 from engine.constraints.vocabulary import VocabularyBuild
 from engine.protocol import Constraint
 
-COMPILED_KEPT = 32  # compiled grammars kept per tokenizer: a chat's next turn reuses its schema's
-GREEDY_TRIES = 3  # best tokens a greedy sample asks the matcher about before it fills the row's mask
+GREEDY_TRIES = 8  # best tokens a greedy sample asks the matcher about before it fills the row's mask
 
 
 @dataclass
@@ -45,6 +45,7 @@ class _Rows:
     count: int
     draft: list[int]
     filled: bool  # every row filled at once (else each row when it is asked for)
+    forced: int = 0  # the draft's first tokens that the constraint forces (`forced`)
 
 
 class SlotConstraints:
@@ -55,7 +56,6 @@ class SlotConstraints:
         self._vocabulary = VocabularyBuild(tokenizer)
         self.n_vocab = n_vocab
         self._matchers: dict[int, LLMatcher] = {}
-        self._compiled: dict[Constraint, LLMatcher] = {}
         self._executor: LLExecutor | None = None
         self._masks = np.zeros((0, bits.words(n_vocab)), dtype=np.int32)
         self._penalties = np.zeros((0, n_vocab), dtype=np.uint32)  # the masks as float32 0 / -inf bits
@@ -63,6 +63,7 @@ class SlotConstraints:
         self._filled_late: set[int] = set()  # rows filled this step as sampling reached them
         self._late_s = 0.0  # their fill time this step, for OverlapChoice
         self._rows: dict[int, _Rows] = {}
+        self._forced: dict[int, tuple[list[int], np.ndarray | None]] = {}  # slot -> `forced`'s for the next step
         self._worker: MaskWorker | None = None
         self.overlap = OverlapChoice()
 
@@ -71,8 +72,9 @@ class SlotConstraints:
     def set(self, slot: int, constraint: Constraint | None) -> None:
         """From the slot's next sample on, keep its tokens to `constraint` (None: free)."""
         self._matchers.pop(slot, None)
+        self._forced.pop(slot, None)
         if constraint is not None:
-            self._matchers[slot] = self._compile(constraint).deep_copy()
+            self._matchers[slot] = self._vocabulary.compile(constraint, grammar_for(constraint)).deep_copy()
 
     def active(self, slot: int) -> bool:
         return slot in self._matchers
@@ -89,16 +91,16 @@ class SlotConstraints:
             if end_of_generation(token) or not matcher.consume_token(token):
                 break
 
-    def _compile(self, constraint: Constraint) -> LLMatcher:
-        compiled = self._compiled.get(constraint)
-        if compiled is None:
-            matcher = LLMatcher(self.tokenizer(), grammar_for(constraint), log_level=0)
-            if matcher.is_error():
-                raise ConstraintError(f"The constraint cannot be used with this model: {matcher.get_error()}")
-            if len(self._compiled) >= COMPILED_KEPT:
-                del self._compiled[next(iter(self._compiled))]
-            compiled = self._compiled[constraint] = matcher
-        return compiled
+    def forced(self, slot: int, limit: int, is_end: Callable[[int], bool]) -> list[int]:
+        """Up to `limit` tokens the slot's constraint forces next (forced.py); where the next step feeds them as
+        the slot's draft, their rows are taken as sampled without a mask."""
+        matcher = self._matchers.get(slot)
+        if matcher is None or limit <= 0:
+            return []
+        mask = np.empty((1, bits.words(self.n_vocab)), dtype=np.int32)
+        tokens, masked = forced_tokens(matcher, mask, limit, is_end)
+        self._forced[slot] = (tokens, mask if masked else None)  # that mask is the step's row after them
+        return tokens
 
     def ready(self, wait: float = 0.0) -> bool:
         """True when a constraint can be set at once (VocabularyBuild.ready); a failed build counts as
@@ -123,13 +125,19 @@ class SlotConstraints:
             self.overlap.record_masks(self._late_s, beside=False)  # the last step's, as sampling asked
         self._rows, self._penalty_ready, self._filled_late, self._late_s = {}, set(), set(), 0.0
         jobs: list[tuple[LLMatcher, int, list[int]]] = []
+        known: list[tuple[int, np.ndarray]] = []  # (row, its mask) from `forced`'s walk
         first = 0
         for slot, draft in wanted:
             matcher = self._matchers.get(slot)
             if matcher is not None:
-                self._rows[slot] = _Rows(first, 1 + len(draft), list(draft), concurrent)
+                forced, after = self._forced.get(slot, ([], None))
+                cut = forced[: len(draft)] == list(draft)  # the plan may cut it short (or guess instead)
+                self._rows[slot] = _Rows(first, 1 + len(draft), list(draft), concurrent, len(draft) if cut else 0)
+                if cut and len(draft) == len(forced) and after is not None:
+                    known.append((first + len(forced), after))
                 jobs.append((matcher, first, list(draft)))
                 first += 1 + len(draft)
+        self._forced = {}
         if not jobs:
             return
         if self._masks.shape[0] < first:
@@ -141,6 +149,9 @@ class SlotConstraints:
         # turn at its end), and an empty row would leave a sampler nothing to draw from.
         self._masks[:first] = -1
         if not concurrent:
+            for row, mask in known:
+                self._masks[row] = mask[0]
+                self._filled_late.add(row)
             return
         if self._worker is None:
             self._worker = MaskWorker()
@@ -153,12 +164,10 @@ class SlotConstraints:
         if len(plain) == 1 and not drafted:  # one matcher: no hop to llguidance's thread pool and back
             fill_next_token_bitmask(plain[0][0], self._masks, plain[0][1])
         elif plain:  # several: in parallel, on llguidance's pool
-            if self._executor is None:
-                self._executor = LLExecutor()
+            self._executor = self._executor or LLExecutor()
             fill_next_token_bitmask_par(self._executor, plain, self._masks)
         if drafted:  # llguidance wants these apart: it refuses an empty draft
-            if self._executor is None:
-                self._executor = LLExecutor()
+            self._executor = self._executor or LLExecutor()
             fill_next_token_bitmask_par_with_draft_tokens(self._executor, drafted, self._masks)
         self.overlap.record_masks(time.perf_counter() - started, beside=True)
         for _, first, _ in jobs:  # each slot's first row is sampled for sure: its additive row now
@@ -190,9 +199,11 @@ class SlotConstraints:
         A row not filled yet stays so while the matcher allows the best token (2 us to ask; a mask of a
         152k vocabulary takes 30-1,500 us, the most inside a JSON string, where most tokens are allowed
         and so the next best ones are asked in turn, up to GREEDY_TRIES). Where the constraint forces
-        the next bytes, or no token asked was allowed, the mask decides."""
-        token = int(np.argmax(logits))
+        the next bytes, or no token asked was allowed, the mask decides; a forced draft token is its row's."""
         rows = self._rows.get(slot)
+        if rows is not None and offset < rows.forced:
+            return rows.draft[offset]  # the one token its row's mask allows (forced.py)
+        token = int(np.argmax(logits))
         if rows is None or offset >= rows.count:
             return token
         row = rows.first + offset
@@ -221,6 +232,8 @@ class SlotConstraints:
         rows = self._rows.get(slot)
         if rows is None or offset >= rows.count:
             return True
+        if offset < rows.forced:
+            return token == rows.draft[offset]
         row = rows.first + offset
         if not rows.filled and row not in self._filled_late:
             verdict = self._ask(slot, rows, offset, token)

@@ -1,7 +1,8 @@
 """llguidance's view of a model's vocabulary, built once on a worker thread of its own.
 
 It takes seconds (2 s for a 49k vocabulary, 13 s for 128k), so the engine keeps stepping the other
-chats while a constrained one waits: the scheduler holds that chat back until `ready()` says so.
+chats while a constrained one waits: the scheduler holds that chat back until `ready()` says so. The
+grammars compiled against it are kept too: a chat's next turn reuses its schema's.
 """
 
 from __future__ import annotations
@@ -9,9 +10,12 @@ from __future__ import annotations
 import threading
 from typing import Callable
 
-from llguidance import LLTokenizer
+from llguidance import LLMatcher, LLTokenizer
 
 from engine.constraints.grammar import ConstraintError
+from engine.protocol import Constraint
+
+COMPILED_KEPT = 32  # compiled grammars kept per vocabulary
 
 
 class VocabularyBuild:
@@ -20,6 +24,7 @@ class VocabularyBuild:
         self._tokenizer: LLTokenizer | None = None
         self._error: ConstraintError | None = None
         self._thread: threading.Thread | None = None
+        self._compiled: dict[Constraint, LLMatcher] = {}
 
     def ready(self, wait: float = 0.0) -> bool:
         """True when it is built; the first call starts building it on a worker thread. `wait`: seconds
@@ -49,3 +54,15 @@ class VocabularyBuild:
             self._tokenizer = self._make()
         except (ValueError, TypeError, RuntimeError) as error:  # llguidance.hf: "Only fast tokenizers ..."
             self._error = ConstraintError(f"Constrained decoding cannot read this model's vocabulary: {error}")
+
+    def compile(self, constraint: Constraint, grammar: str) -> LLMatcher:
+        """A matcher of `grammar` (`constraint`'s) at its start, to deep_copy; ConstraintError where llguidance refuses it."""
+        compiled = self._compiled.get(constraint)
+        if compiled is None:
+            matcher = LLMatcher(self.get(), grammar, log_level=0)
+            if matcher.is_error():
+                raise ConstraintError(f"The constraint cannot be used with this model: {matcher.get_error()}")
+            if len(self._compiled) >= COMPILED_KEPT:
+                del self._compiled[next(iter(self._compiled))]
+            compiled = self._compiled[constraint] = matcher
+        return compiled

@@ -36,6 +36,7 @@ class SlotWork:
     # after the last of `tokens` and after each draft token in turn, with the slot's sampler as if
     # generating one token per step, and stops at the first sample that differs from the draft.
     draft: list[int] = field(default_factory=list)
+    forced: bool = False  # the draft is what the slot's constraint forces (Runner.forced_tokens), not a guess
 
     @property
     def fed(self) -> list[int]:
@@ -101,6 +102,10 @@ class Runner(Protocol):
 
         For a grammar that starts mid-answer (a tool call the model just opened). A finished
         constraint allows only end-of-generation. Raises ConstraintError as begin_turn does."""
+
+    def forced_tokens(self, slot: int, limit: int) -> list[int]:
+        """Up to `limit` tokens the slot's constraint leaves no choice about next (engine/constraints/forced.py):
+        fed as its next step's draft, each is what that row samples."""
 
     def constraints_ready(self, wait: float = 0.0) -> bool:
         """True when begin_turn / set_constraint can take a constraint without a pause. The first call

@@ -1,8 +1,8 @@
 """Which tokens of which chats run in the next step: ONE forward pass within the runner's token budget.
 
-Generating sequences contribute one token each, first; then their drafts of guessed next tokens
-(prompt lookup, the shared pool or a draft model: engine/speculative.py), as long as drafting pays on this
-machine; waiting prompts
+Generating sequences contribute one token each, first; then their drafts: the tokens their constraint
+forces next where it does (engine/constraints/forced.py), else guessed next tokens (prompt lookup, the
+shared pool or a draft model: engine/speculative.py) as long as drafting pays on this machine; waiting prompts
 fill the rest of the budget in chunks, in the order their turns arrived. A prompt's chunk stops before a
 picture that is still being encoded beside the steps (the llama.cpp runner on the CPU: picture_encoder.py):
 the chat waits for it while the others step on.
@@ -39,10 +39,10 @@ def plan_step(slots: SlotTable, runner: Runner, step_cost: StepCost, prompt_toke
     drafts = _drafts(decoding, share, runner, step_cost)
     planned = [
         (sequence, SlotWork(slot.index, sequence.tokens_between(sequence.computed, sequence.length),
-                            sequence.computed, True, draft))
-        for (slot, sequence), draft in zip(decoding, drafts)
+                            sequence.computed, True, draft, forced))
+        for (slot, sequence), (draft, forced) in zip(decoding, drafts)
     ]
-    budget -= sum(len(draft) for draft in drafts)
+    budget -= sum(len(draft) for draft, _ in drafts)
     if prompt_tokens_cap is not None:
         budget = min(budget, prompt_tokens_cap)
     reading = []
@@ -81,17 +81,23 @@ def _read_beside(reading: list[tuple[int, Sequence, int]], runner: Runner, step_
                 log.warning("the draft model could not read a prompt: %s", error)
 
 
-def _drafts(decoding: list[tuple[Slot, Sequence]], budget: int, runner: Runner, step_cost: StepCost) -> list[list[int]]:
-    """Each sequence's draft, as long as it pays (draft_lengths), the budget shared fairly: the shortest
-    first, none more than an equal part. The draft model, where there is one, guesses for every chat that
-    asks it in one call."""
+def _drafts(decoding: list[tuple[Slot, Sequence]], budget: int, runner: Runner,
+            step_cost: StepCost) -> list[tuple[list[int], bool]]:
+    """Each sequence's draft and whether its constraint forced it (no guess: every row's sample is certain),
+    else as long as a guess pays (draft_lengths); the budget shared fairly: the shortest first, none more than
+    an equal part. The draft model, where there is one, guesses for every chat that asks it in one call."""
     sequences = [sequence for _, sequence in decoding]
+    rooms = [_draft_room(sequence, runner.context_length) for sequence in sequences]
+    forced = [runner.forced_tokens(slot.index, room) if runner.can_draft else []
+              for (slot, _), room in zip(decoding, rooms)]
+    if runner.splits_uneven_steps and len(forced) > 1:
+        forced = _even(forced)
     ratio = step_cost.ratio(len(sequences))
     # Beside other chats on llama.cpp a guess made only to learn the odds costs a pass of its own, which
     # measured slower than no drafts at all (docs/benchmarks.md): a chat probes alone.
     probe = not (runner.splits_uneven_steps and len(sequences) > 1)
-    for sequence in sequences:
-        sequence.look_up_draft(_draft_room(sequence, runner.context_length))
+    for sequence, room in zip(sequences, rooms):
+        sequence.look_up_draft(room)
     drafter = drafter_of(runner)
 
     def model_drafts(asked: SequenceOf[tuple[int, int]]) -> list[list[int]]:
@@ -103,14 +109,30 @@ def _drafts(decoding: list[tuple[Slot, Sequence]], budget: int, runner: Runner, 
             log.warning("the draft model could not draft: %s", error)
             return [[] for _ in asked]
 
-    drafts = choose_drafts([sequence.speculator for sequence in sequences], ratio, probe,
-                           model_drafts if drafter is not None else None, _model_cost(drafter, step_cost, len(sequences)))
+    guesses = choose_drafts([None if tokens else sequence.speculator for sequence, tokens in zip(sequences, forced)],
+                            ratio, probe, model_drafts if drafter is not None else None,
+                            _model_cost(drafter, step_cost, len(sequences)))
+    drafts = [tokens or guess for tokens, guess in zip(forced, guesses)]
     left = len(drafts)
     for index in sorted(range(len(drafts)), key=lambda i: len(drafts[i])):
         drafts[index] = drafts[index][: max(budget, 0) // left]
         budget -= len(drafts[index])
         left -= 1
-    return drafts
+    return [(draft, bool(tokens) and bool(draft)) for draft, tokens in zip(drafts, forced)]
+
+
+def _even(forced: list[list[int]]) -> list[list[int]]:
+    """The forced drafts cut to the one length that gives a step the most tokens per pass where the runner runs
+    a pass per distinct number of tokens a chat feeds: chats forced that far take that many, the others none.
+    Length L gives n + L * (chats forced that far) tokens in one pass where every chat is, else in two; none,
+    n in one. (Four chats, one forced 3 tokens: 7 tokens in two passes, slower than none; forced 8: faster.)"""
+    best, best_length = float(len(forced)), 0
+    for length in sorted({len(tokens) for tokens in forced if tokens}):
+        takers = sum(len(tokens) >= length for tokens in forced)
+        rate = (len(forced) + length * takers) / (1 if takers == len(forced) else 2)
+        if rate > best:
+            best, best_length = rate, length
+    return [tokens[:best_length] if len(tokens) >= best_length else [] for tokens in forced]
 
 
 def _model_cost(drafter: Drafter | None, step_cost: StepCost, decoding: int) -> float:

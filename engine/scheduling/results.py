@@ -14,7 +14,7 @@ from collections import deque
 
 from engine.constraints import ConstraintError
 from engine.protocol import Event, FinishReason, Logprobs, TurnFinished
-from engine.runners.base import Runner
+from engine.runners.base import Runner, SlotWork
 from engine.scheduling.cache import cut_cache
 from engine.scheduling.plan import Planned
 from engine.scheduling.stopping import read_token
@@ -44,7 +44,7 @@ class StepResults:
             slot.last_used = now
             sequence.computed += len(work.tokens) + accepted
             if work.draft:
-                self._settle_draft(sequence, slot, len(work.draft), accepted, now)
+                self._settle_draft(sequence, slot, work, accepted, now)
             events += self._take(sequence, slot, new, now)
         return events
 
@@ -84,13 +84,15 @@ class StepResults:
             return self.finish(sequence, "error", str(error))
         return []
 
-    def _settle_draft(self, sequence: Sequence, slot: Slot, drafted: int, accepted: int, now: float) -> None:
-        """Count the draft, and drop its rejected tail from the cache."""
-        source: Source = "lookup"
-        if sequence.speculator is not None:
-            sequence.speculator.record(drafted, accepted)
-            source = sequence.speculator.source
-        self.draft_log.append((now, source, drafted, accepted))
+    def _settle_draft(self, sequence: Sequence, slot: Slot, work: SlotWork, accepted: int, now: float) -> None:
+        """Count a guessed draft (a forced one is no guess), and drop its rejected tail from the cache."""
+        drafted = len(work.draft)
+        if not work.forced:
+            source: Source = "lookup"
+            if sequence.speculator is not None:
+                sequence.speculator.record(drafted, accepted)
+                source = sequence.speculator.source
+            self.draft_log.append((now, source, drafted, accepted))
         if accepted == drafted:
             return
         if not self.runner.remove_from(slot.index, sequence.computed):

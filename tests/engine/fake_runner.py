@@ -30,8 +30,10 @@ class FakeRunner:
     def __init__(self, replies: dict[str, str], slots: int = 2, batch_tokens: int = 64, context_length: int = 256,
                  can_remove: bool = True, can_copy: bool = True, end_markers: tuple[str, ...] = (),
                  can_draft: bool = True, splits_uneven_steps: bool = False,
-                 output_format: OutputFormat | None = None, drafter: Drafter | None = None) -> None:
+                 output_format: OutputFormat | None = None, drafter: Drafter | None = None,
+                 forced_chars: str = "") -> None:
         self.replies = replies
+        self.forced_chars = forced_chars  # under a constraint, the reply's next characters among these are forced
         self.drafter = drafter
         self.slots = slots
         self.batch_tokens = batch_tokens
@@ -84,6 +86,18 @@ class FakeRunner:
             return True
         self.constraint_waits += 1
         return False
+
+    def forced_tokens(self, slot: int, limit: int) -> list[int]:
+        """Under a constraint, the reply's next characters while they are among `forced_chars` (the last sampled
+        one, not fed yet, counted as fed)."""
+        constrained = slot in self.sampled_under or self.params.get(slot, SamplingParams()).constraint is not None
+        if not constrained or not self.last_sampled.get(slot):
+            return []
+        cached = self.kv[slot] + self.last_sampled[slot][-1:]
+        forced: list[int] = []
+        while len(forced) < limit and (token := self._next(cached + forced)) != EOS and chr(token) in self.forced_chars:
+            forced.append(token)
+        return forced
 
     def step_logprobs(self, slot: int) -> list[TokenLogprob]:
         """Token t's log-probability is -t/1000: a scripted value the scheduler's events must carry."""

@@ -33,7 +33,7 @@ def test_family_runs_the_constrained_case_on_a_familys_fixture(tmp_path: Path, c
     from tests.families.build import family_model
 
     out = tmp_path / "family.json"
-    argv = ["--constrained", "--family", "qwen3", "--tabs", "1", "--max-tokens", "160", "--repeat", "1",
+    argv = ["--constrained", "--family", "qwen3", "--tabs", "4", "--max-tokens", "160", "--repeat", "1",
             "--threads", "1", "--json", str(out)]
     assert bench.main(argv) == 0
     result = json.loads(out.read_text())

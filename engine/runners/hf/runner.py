@@ -174,6 +174,9 @@ class HfRunner:
     def constraints_ready(self, wait: float = 0.0) -> bool:
         return self._rows.constraints.ready(wait)
 
+    def forced_tokens(self, slot: int, limit: int) -> list[int]:
+        return self._rows.constraints.forced(slot, limit, self.is_end_of_generation)
+
     def step_logprobs(self, slot: int) -> list[TokenLogprob]:
         return self._rows.entries.get(slot, [])
 

@@ -16,6 +16,7 @@ import pytest
 from engine.protocol import ChatMessage, Constraint, ModelConfig, SamplingParams, TurnFinished
 from engine.runners.base import SlotWork
 from engine.runners.llamacpp.runner import LlamaCppRunner
+from engine.scheduler import Scheduler
 from tests.engine.constraints.sampling import SAMPLES, SLOTS, sample_answers, schema_constraint
 from tests.engine.constraints.schemas import SCHEMAS, errors, prompt_text
 
@@ -129,6 +130,34 @@ def test_drafts_the_constraint_forbids_are_rejected_and_the_rest_is_exact(runner
         (first,) = runner.forward([SlotWork(0, prompt, 0, True)])[0]
         new = runner.forward([SlotWork(0, [first], len(prompt), True, draft)])[0]
         assert new == expected[1: kept + 2], f"draft {draft}: {kept} accepted, then the constraint's own token"
+
+
+def test_greedy_chats_take_the_tokens_their_schema_forces_in_one_step_and_stay_valid(
+        runner: LlamaCppRunner, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Four greedy chats at once through the scheduler: what the schema forces (a key with its quotes and colon)
+    is fed as a draft (constraints/forced.py), cut to one length beside the other chats (plan._even), and the
+    row after a cut draft is masked for its own position: every answer ends by itself and validates, in fewer
+    steps than tokens."""
+    monkeypatch.setattr(runner._rows.constraints.overlap, "threads", lambda threads: threads)
+    monkeypatch.setattr("engine.runners.llamacpp.rows.spare_core", lambda threads: False)  # masks after the pass
+    drafts: list[list[int]] = []
+    forward = runner.forward
+    monkeypatch.setattr(runner, "forward", lambda work: drafts.append([len(w.draft) for w in work]) or forward(work))
+    for slot in range(runner.slots):
+        runner.clear_slot(slot)
+    scheduler = Scheduler(runner)
+    names = ["nested", "person", "refs", "any_of"]  # four schemas: the chats' forced runs come at different steps
+    for name in names:
+        params = replace(GREEDY, max_new_tokens=96, constraint=schema_constraint(name), speculative="off")
+        assert not scheduler.submit(name, _tokens(runner, prompt_text(name)), params)
+    finished: dict[str, TurnFinished] = {}
+    while scheduler.has_work():
+        finished |= {event.chat_id: event for event in scheduler.step() if isinstance(event, TurnFinished)}
+    assert [finished[name].reason for name in names] == ["stop"] * 4, [f.text for f in finished.values()]
+    assert [error for name in names for error in errors(name, finished[name].text)] == []
+    lengths = {n for step in drafts for n in step if n}
+    assert lengths and sum(f.stats.generated_tokens for f in finished.values()) > len(drafts) + 4 * 8
+    assert all(f.stats.drafted_tokens == 0 for f in finished.values()), "drafting off: every draft was forced"
 
 
 def test_logprobs_are_the_models_own_before_the_mask(runner: LlamaCppRunner) -> None:

@@ -79,3 +79,47 @@ def test_logprobs_come_with_their_tokens_and_before_the_end() -> None:
     end = events.index(finished(events, "a"))
     assert all(events.index(e) < end for e in mine)
     assert not any(isinstance(e, Token) and e.chat_id == "a" for e in events[end:])
+
+
+JSON = Constraint("json_schema", '{"type": "object"}')
+REPLY = '{"name": "Ana", "city": "Porto"}'
+
+
+def test_tokens_the_constraint_forces_come_as_one_draft_and_are_no_guess() -> None:
+    """The fake forces the reply's punctuation and spaces under a constraint (FakeRunner.forced_tokens): each run
+    of them is fed as the chat's draft in one step, every one kept, none counted as a guess, with drafting off."""
+    free, forced = FakeRunner({"a": REPLY}, slots=1), FakeRunner({"a": REPLY}, slots=1, forced_chars='{}":, ')
+    answers = {}
+    for runner in (free, forced):
+        scheduler = Scheduler(runner, FixedCost(0.2))
+        params = replace(GREEDY, speculative="off", constraint=JSON)
+        answers[id(runner)] = scheduler.submit("a", encode("a>"), params) + run_until_idle(scheduler)
+    events = answers[id(forced)]
+    assert text_of(events, "a") == text_of(answers[id(free)], "a") == REPLY
+    drafts = [draft for step in forced.drafts for draft in step]
+    assert drafts and all(n == kept for _, n, kept in drafts), "a forced token is what its row samples"
+    assert max(n for _, n, _ in drafts) >= 3 and sum(n for _, n, _ in drafts) >= 8  # `", "` and `": "` each a run
+    assert len(forced.steps) == len(free.steps) - sum(n for _, n, _ in drafts)
+    stats = finished(events, "a").stats
+    assert stats.generated_tokens == len(REPLY) and (stats.drafted_tokens, stats.accepted_tokens) == (0, 0)
+    assert not [d for step in free.drafts for d in step], "drafting off: nothing guessed"
+
+
+def test_forced_tokens_never_run_past_max_tokens() -> None:
+    runner = FakeRunner({"a": '{"":::::::::::::::}'}, slots=1, forced_chars='{}":')
+    scheduler = Scheduler(runner, FixedCost(0.2))
+    events = scheduler.submit("a", encode("a>"), replace(GREEDY, max_new_tokens=6, constraint=JSON))
+    events += run_until_idle(scheduler)
+    assert text_of(events, "a") == '{"":::' and finished(events, "a").reason == "length"
+    assert sum(len(w) for w in runner.kv) <= len("a>") + 6
+
+
+def test_beside_other_chats_forced_drafts_are_cut_to_the_length_that_gives_most_tokens_per_pass() -> None:
+    """llama.cpp runs a pass per distinct number of tokens its chats feed (splits_uneven_steps)."""
+    from engine.scheduling.plan import _even
+
+    short, long = [1, 2, 3], list(range(8))
+    assert _even([[], [], [], short]) == [[], [], [], []], "7 tokens in two passes: slower than 4 in one"
+    assert _even([[], [], [], long]) == [[], [], [], long], "12 tokens in two passes"
+    assert _even([short, long, short[:2], long]) == [short[:2], long[:2], short[:2], long[:2]], "12 in one pass"
+    assert _even([[], long, long[:5], []]) == [[], long[:5], long[:5], []], "4 + 10 in two passes"
