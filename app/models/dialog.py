@@ -255,7 +255,7 @@ class GetModelsDialog(QDialog):
         if self.downloaded is None:
             return
         quantization = self.downloaded.choice.quant if self.downloaded.choice.kind == "hf" else "none"
-        if self.draft_offer.chosen_path() and self.downloaded.backend == "llamacpp":
+        if self.draft_offer.chosen_path() and self.downloaded.backend in ("llamacpp", "hf"):
             self.draft_chosen.emit(self.downloaded.path, self.draft_offer.chosen_path())
         if kept := kept_projector(self.downloaded.path, self.downloaded.choice):
             self.projector_chosen.emit(self.downloaded.path, kept)

@@ -1,4 +1,4 @@
-"""Get models' draft model offer, under a GGUF repo's files: the smaller model of the same vocabulary suggested
+"""Get models' draft model offer, under a GGUF repo's files or a transformers folder's: the smaller model of the same vocabulary suggested
 for it (engine/hub/draft_pick.py), the chosen file's fit with the draft beside it, and a box to download it
 after the model and use it as that model's draft model (Settings > Draft model).
 
@@ -50,10 +50,10 @@ class DraftOffer(QWidget):
         self._clear()
 
     def look(self, view: RepoView, config: ModelConfig, token: str = "") -> None:
-        """Find a draft model for the repo on a thread; only GGUF repos with verdicts are asked about."""
+        """Find a draft model for the repo on a thread; only repos with verdicts (GGUF or folders) are asked about."""
         self._generation += 1
         self._clear()
-        if view.report is None or not any(choice.kind == "gguf" for choice in view.listing.choices):
+        if view.report is None or not any(choice.kind in ("gguf", "hf") for choice in view.listing.choices):
             return
         self.show()
         self.label.setText("Draft model (speculative decoding): looking for a smaller model of the same vocabulary…")

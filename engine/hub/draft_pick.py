@@ -1,12 +1,13 @@
-"""A draft model to suggest for a GGUF repo on the Hub: a much smaller model of the same family with the same
+"""A draft model to suggest for a repo on the Hub: a much smaller model of the same family with the same
 vocabulary (Qwen2.5-0.5B for Qwen2.5-7B, Llama-3.2-1B for Llama-3.1-8B), with the memory the pair needs.
 
 The name finds the candidates: the parameter count it states ("7B", "135M") and the family before it
 (minor versions folded: Llama-3.1 and Llama-3.2 are one family, "llama-3"). The Hub is searched for
-the family's GGUF repos; those at most DRAFT_SHARE of the model's size are ranked (the same publisher,
-then the same variant words such as "instruct" or "coder", then the same version, then the smallest)
-and the first few are checked from their headers, vocabulary against vocabulary, as the runner will
-check them at load (engine/hub/vocabulary.py). The name only proposes; the vocabulary decides.
+the family's repos of the same kind (GGUF for a GGUF repo, transformers folders for a folder); those at
+most DRAFT_SHARE of the model's size are ranked (the same publisher, then the same variant words such as
+"instruct" or "coder", then the same version, then the smallest) and the first few are checked, vocabulary
+against vocabulary (a GGUF's header, a folder's tokenizer.json), as the runner will check them at load
+(engine/hub/vocabulary.py). The name only proposes; the vocabulary decides.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import dataclasses
 import re
 import struct
 from dataclasses import dataclass
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 
 from engine.catalog.description import ModelDescription
 from engine.catalog.devices import DeviceMemory, system_memory
@@ -24,10 +25,12 @@ from engine.catalog.models import describe
 from engine.hub.errors import HubError
 from engine.hub.fit import Fit, RepoView, config_for, downloaded_choices, target_memory
 from engine.hub.listing import ModelChoice, RepoListing, list_repo
-from engine.hub.remote import FIRST_READ, MAX_HEADER, describe_choices, describe_gguf_remote, read_range
+from engine.hub.remote import (
+    FIRST_READ, MAX_HEADER, describe_choices, describe_folder_remote, describe_gguf_remote, read_range,
+)
 from engine.hub.search import search
 from engine.hub.settings import HubSettings
-from engine.hub.vocabulary import Vocabulary, read_vocabulary, vocabulary_problem
+from engine.hub.vocabulary import Vocabulary, folder_vocabulary, read_vocabulary, vocabulary_problem
 from engine.protocol import ModelConfig
 from engine.units import format_bytes
 
@@ -108,26 +111,30 @@ class DraftSuggestion:
 
 def suggest_draft(view: RepoView, config: ModelConfig, settings: HubSettings, memory: DeviceMemory | None = None,
                   has_gpu: bool | None = None) -> DraftSuggestion:
-    """Search the Hub for a draft model for `view`'s GGUF models; HubError where the Hub cannot be asked."""
+    """Search the Hub for a draft model for `view`'s GGUF models, or for its transformers folder; HubError where the
+    Hub cannot be asked."""
     listing = view.listing
-    ggufs = [choice for choice in listing.choices if choice.kind == "gguf"]
+    kind = next((kind for kind in ("gguf", "hf") if any(choice.kind == kind for choice in listing.choices)), None)
     target = name_parts(listing.repo_id)
-    if not ggufs:
-        return DraftSuggestion("Draft models are for GGUF models (llama.cpp).")
+    if kind is None:
+        return DraftSuggestion("Draft models are for GGUF models (llama.cpp) and transformers folders.")
     if target is None:
         return DraftSuggestion(f"No draft model suggested: the name {listing.repo_id} does not say how many "
                                "parameters its model has (like 7B), which finding a smaller one of its family needs.")
-    found = [summary.repo_id for summary in search(target.query, settings, fmt="gguf", limit=100)]
+    what = "GGUF" if kind == "gguf" else "transformers"
+    found = [summary.repo_id for summary in search(target.query, settings, fmt="gguf" if kind == "gguf" else "safetensors",
+                                                   limit=100)]
     ranked = rank_candidates(listing.repo_id, found)
     if not ranked:
-        return DraftSuggestion(f"No draft model suggested: the Hub has no GGUF model of the {target.family} family "
+        return DraftSuggestion(f"No draft model suggested: the Hub has no {what} model of the {target.family} family "
                                f"with at most {DRAFT_SHARE:.0%} of {target.size_text} parameters.")
-    smallest = min(ggufs, key=lambda c: c.model_bytes)
+    smallest = min((choice for choice in listing.choices if choice.kind == kind), key=lambda c: c.model_bytes)
     ours = _vocabulary(listing, smallest, settings, view.local)
     problems = []
     for repo_id in ranked[:CHECKED]:
         draft_listing = list_repo(repo_id, settings)
-        choice = pick_file(draft_listing, smallest.model_bytes)
+        choice = (pick_file(draft_listing, smallest.model_bytes) if kind == "gguf"
+                  else min((c for c in draft_listing.choices if c.kind == "hf"), key=lambda c: c.model_bytes, default=None))
         if choice is None:
             continue
         local = downloaded_choices(draft_listing, settings)
@@ -138,7 +145,7 @@ def suggest_draft(view: RepoView, config: ModelConfig, settings: HubSettings, me
             continue
         return _suggestion(view, draft_listing, choice, local.get(choice.key, ""), ours, config, settings, memory,
                            has_gpu)
-    return DraftSuggestion("No draft model suggested: " + " ".join(problems or ["none of its candidates has a GGUF."]))
+    return DraftSuggestion("No draft model suggested: " + " ".join(problems or [f"none of its candidates has a {what} model."]))
 
 
 def _suggestion(view: RepoView, listing: RepoListing, choice: ModelChoice, local_path: str, vocabulary: Vocabulary,
@@ -146,7 +153,8 @@ def _suggestion(view: RepoView, listing: RepoListing, choice: ModelChoice, local
                 has_gpu: bool | None) -> DraftSuggestion:
     target, parts = name_parts(view.listing.repo_id), name_parts(listing.repo_id)
     assert target is not None and parts is not None  # ranked by them
-    draft = describe(local_path) if local_path else describe_gguf_remote(listing, choice, settings)
+    remote = describe_gguf_remote if choice.kind == "gguf" else describe_folder_remote
+    draft = describe(local_path) if local_path else remote(listing, choice, settings)
     fits = pair_fits(view, draft, f"{listing.repo_id}/{choice.key}", config, settings, memory, has_gpu)
     why = (f"{listing.repo_id} · {choice.label} ({format_bytes(choice.download_bytes)}): the same vocabulary "
            f"({len(vocabulary.tokens):,} tokens), {parts.size_text} parameters against {target.size_text}.")
@@ -155,14 +163,16 @@ def _suggestion(view: RepoView, listing: RepoListing, choice: ModelChoice, local
 
 def pair_fits(view: RepoView, draft: ModelDescription, draft_name: str, config: ModelConfig, settings: HubSettings,
               memory: DeviceMemory | None = None, has_gpu: bool | None = None) -> dict[str, Fit]:
-    """Each GGUF choice's verdict with the draft model loaded beside it, as the estimate counts one."""
+    """Each choice's verdict with the draft model loaded beside it (the GGUF ones where the repo has any), as the
+    estimate counts one."""
     if memory is None or has_gpu is None:
         memory, has_gpu = target_memory(config)
     ram_bytes = memory.total_bytes if memory.device == "cpu" else system_memory().total_bytes
-    ggufs = dataclasses.replace(view.listing, choices=tuple(c for c in view.listing.choices if c.kind == "gguf"))
+    kind = "gguf" if any(c.kind == "gguf" for c in view.listing.choices) else "hf"
+    mine = dataclasses.replace(view.listing, choices=tuple(c for c in view.listing.choices if c.kind == kind))
     fits = {}
-    for key, model in describe_choices(ggufs, settings, view.local).items():
-        choice = ggufs.choice(key)
+    for key, model in describe_choices(mine, settings, view.local).items():
+        choice = mine.choice(key)
         paired = dataclasses.replace(config_for(choice, config, model.path), draft_model=draft_name)
         result = estimate(model, paired, has_gpu=has_gpu, total_memory=ram_bytes, draft=draft,
                           projector_bytes=choice.projector.size if choice.projector else None)
@@ -174,7 +184,10 @@ def pair_fits(view: RepoView, draft: ModelDescription, draft_name: str, config: 
 
 def _vocabulary(listing: RepoListing, choice: ModelChoice, settings: HubSettings,
                 local: dict[str, str]) -> Vocabulary:
-    """A choice's vocabulary from the start of its first file: on disk where downloaded, else by Range requests."""
+    """A choice's vocabulary: a GGUF's from the start of its first file, a folder's from its tokenizer files; on disk
+    where downloaded, else by Range requests."""
+    if choice.kind == "hf":
+        return _folder_vocabulary(listing, choice, settings, local.get(choice.key, ""))
     first = next(file for file in choice.model_files if file.path.lower().endswith(".gguf"))
     path = local.get(choice.key)
 
@@ -195,3 +208,21 @@ def _vocabulary(listing: RepoListing, choice: ModelChoice, settings: HubSettings
             size = min(size * 4, MAX_HEADER, first.size)  # the metadata is longer than what was read
         except ValueError as error:
             raise HubError(f"{PurePosixPath(first.path).name} in {listing.repo_id}: {error}.") from error
+
+
+def _folder_vocabulary(listing: RepoListing, choice: ModelChoice, settings: HubSettings, folder: str) -> Vocabulary:
+    by_name = {PurePosixPath(file.path).name: file for file in choice.files}
+    if "tokenizer.json" not in by_name:
+        raise HubError(f"{listing.repo_id} has no tokenizer.json, so its vocabulary cannot be compared.")
+
+    def read(name: str) -> bytes:
+        if name not in by_name:
+            return b""
+        if folder:
+            return (Path(folder) / by_name[name].path).read_bytes()
+        return read_range(settings, listing.repo_id, listing.commit, by_name[name], 0, by_name[name].size)
+
+    try:
+        return folder_vocabulary(read("tokenizer.json"), read("tokenizer_config.json"))
+    except ValueError as error:
+        raise HubError(f"tokenizer.json in {listing.repo_id}: {error}.") from error

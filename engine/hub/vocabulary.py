@@ -1,4 +1,5 @@
-"""A GGUF model's vocabulary read from the start of its file, and whether a draft model's can stand for a model's.
+"""A model's vocabulary read from the start of its GGUF file or from a folder's tokenizer.json, and whether a draft
+model's can stand for a model's.
 
 The rules are the ones the llama.cpp runner applies when it loads a draft model
 (runners/llamacpp/draft_vocab.py, after llama.cpp's `--model-draft`): the same kind of
@@ -9,6 +10,7 @@ models can tell before a download whether a suggested draft model would be refus
 
 from __future__ import annotations
 
+import json
 import struct
 from dataclasses import dataclass
 from typing import Any
@@ -52,6 +54,31 @@ def read_vocabulary(data: bytes) -> Vocabulary:
     return Vocabulary(model.decode("utf-8", "replace") if isinstance(model, bytes) else str(model),
                       tuple(fields["tokenizer.ggml.tokens"]), fields.get("tokenizer.ggml.bos_token_id"),
                       fields.get("tokenizer.ggml.eos_token_id"))
+
+
+def folder_vocabulary(tokenizer_json: bytes, tokenizer_config: bytes = b"") -> Vocabulary:
+    """The vocabulary of a transformers folder: tokenizer.json's tokens by id (its model's and the added ones), and
+    the BOS and EOS that tokenizer_config.json names, as the transformers runner compares them at load
+    (runners/hf/draft_model.py); ValueError where tokenizer.json is not one."""
+    try:
+        tokenizer = json.loads(tokenizer_json)
+        config = json.loads(tokenizer_config) if tokenizer_config else {}
+        model = tokenizer["model"]
+        vocab = model["vocab"]
+        by_id = ({int(index): token for token, index in vocab.items()} if isinstance(vocab, dict)
+                 else {index: piece for index, (piece, _score) in enumerate(vocab)})  # unigram: [piece, score]
+        by_id.update({int(added["id"]): added["content"] for added in tokenizer.get("added_tokens") or []})
+    except (KeyError, TypeError, ValueError) as error:
+        raise ValueError(f"its tokenizer.json has no vocabulary ({error})") from error
+    ids = {token: index for index, token in by_id.items()}
+
+    def special(name: str) -> int | None:
+        value = config.get(name) if isinstance(config, dict) else None
+        value = value.get("content") if isinstance(value, dict) else value
+        return ids.get(value) if isinstance(value, str) else None
+
+    tokens = tuple(by_id.get(index, "").encode("utf-8") for index in range(max(by_id, default=-1) + 1))
+    return Vocabulary(str(model.get("type", "")), tokens, special("bos_token"), special("eos_token"))
 
 
 def _string(data: bytes, offset: int) -> tuple[bytes, int]:

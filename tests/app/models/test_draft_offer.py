@@ -79,3 +79,36 @@ def test_without_the_box_ticked_only_the_model_is_downloaded(qtbot, get_models: 
     with qtbot.waitSignal(get_models.model_config_chosen) as chosen:
         dialog.use()
     assert chosen.args[0].draft_model is None and get_models.settings.get("model.draft_models") == {}
+
+
+def test_a_transformers_folder_is_offered_a_smaller_folder_and_uses_it_after_both_download(
+        qtbot, get_models: GetModels, hub: StandInHub, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The same for a transformers repo: its family's folders are compared by tokenizer.json, and the folder that
+    downloads after the model becomes its draft model (the transformers runner takes a folder)."""
+    pytest.importorskip("transformers")
+    from tests.engine.runners.hf.tiny_hf import build_tiny_llama
+
+    folders = tmp_path_factory.mktemp("folders")
+    for repo_id, seed in (("hearth-test/TinyChat-1.1B", 0), ("hearth-test/TinyChat-110M", 1)):
+        folder = build_tiny_llama(folders / repo_id.split("/")[1], seed=seed)
+        hub.add_repo(repo_id, {p.name: p for p in sorted(Path(folder).iterdir()) if p.is_file()},
+                     ["safetensors", "transformers", "llama", "text-generation"], library_name="transformers")
+    dialog = get_models.open(CONFIG)
+    offer = dialog.draft_offer
+    with qtbot.waitSignal(offer.answered, timeout=30_000):
+        dialog.query.setText("hearth-test/TinyChat-1.1B")
+        qtbot.keyClick(dialog.query, Qt.Key.Key_Return)
+    assert offer.label.text().startswith("Draft model (speculative decoding): hearth-test/TinyChat-110M · ")
+    assert "110M parameters against 1.1B." in offer.label.text() and offer.take.isVisible()
+    chosen_file = dialog.files.selected_choice()
+    assert chosen_file is not None and chosen_file.kind == "hf" and offer.fit_label.text().startswith("With it, ")
+    offer.take.setChecked(True)
+    with qtbot.waitSignal(dialog.downloads.finished, timeout=60_000) as model:
+        dialog.download()
+    with qtbot.waitSignal(dialog.downloads.finished, timeout=60_000) as draft:
+        pass
+    assert draft.args[0].repo_id == "hearth-test/TinyChat-110M" and Path(draft.args[0].path, "tokenizer.json").is_file()
+    with qtbot.waitSignal(get_models.model_config_chosen) as chosen:
+        qtbot.mouseClick(dialog.use_button, Qt.MouseButton.LeftButton)
+    config: ModelConfig = chosen.args[0]
+    assert (config.backend, config.path, config.draft_model) == ("hf", model.args[0].path, draft.args[0].path)

@@ -68,3 +68,52 @@ def test_the_downloaded_folder_loads_and_answers_like_the_original(hub: StandInH
         finally:
             runner.close()
     assert answers[0] == answers[1] and len(answers[1]) > 0
+
+
+def _serve_folder(hub: StandInHub, repo_id: str, folder: Path, tokenizer_json: bytes | None = None) -> None:
+    files: dict[str, Path | bytes] = {p.name: p for p in sorted(folder.iterdir()) if p.is_file()}
+    if tokenizer_json is not None:
+        files["tokenizer.json"] = tokenizer_json
+    hub.add_repo(repo_id, files, ["safetensors", "transformers", "llama", "text-generation"],  # type: ignore[arg-type]
+                 library_name="transformers")
+
+
+def test_a_folder_is_offered_a_smaller_folder_of_its_vocabulary_as_draft_and_told_why_not_another(
+        hub: StandInHub, tiny_model: str) -> None:
+    """Get models' draft suggestion for a transformers repo: the candidates are the family's folders, compared by
+    tokenizer.json; the pair's memory is counted in each choice's fit."""
+    import json
+
+    from engine.hub.draft_pick import suggest_draft
+    from engine.hub.fit import repo_view
+
+    folder = Path(tiny_model)
+    _serve_folder(hub, "hearth-test/TinyChat-1.1B", folder)
+    _serve_folder(hub, "hearth-test/TinyChat-110M", folder)
+    swapped = json.loads((folder / "tokenizer.json").read_text())
+    vocab = swapped["model"]["vocab"]
+    first, second = (token for token, index in vocab.items() if index in (300, 301))
+    vocab[first], vocab[second] = vocab[second], vocab[first]
+    _serve_folder(hub, "hearth-test/OtherChat-1.1B", folder)
+    _serve_folder(hub, "hearth-test/OtherChat-110M", folder, json.dumps(swapped).encode())
+    config = ModelConfig(path="", context_length=256, slots=2, device="cpu")
+    memory = DeviceMemory("cpu", "RAM", 8 << 30, 8 << 30)
+    settings = HubSettings.from_env()
+    view = repo_view("hearth-test/TinyChat-1.1B", settings, config)
+    suggestion = suggest_draft(view, config, settings, memory, has_gpu=False)
+    assert suggestion.found and suggestion.listing is not None and suggestion.choice is not None
+    assert (suggestion.listing.repo_id, suggestion.choice.kind) == ("hearth-test/TinyChat-110M", "hf")
+    tokens = len(json.loads((folder / "tokenizer.json").read_text())["model"]["vocab"])
+    assert f"the same vocabulary ({tokens:,} tokens), 110M parameters against 1.1B" in suggestion.why
+    assert view.report is not None and set(suggestion.fits) == {choice.key for choice in view.listing.choices}
+    for choice in view.listing.choices:  # as the estimate counts the pair from the folders on disk
+        alone, paired = view.report.fit(choice.key), suggestion.fits[choice.key]
+        pair = dataclasses.replace(config_for(choice, config, tiny_model), draft_model=tiny_model)
+        assert alone is not None and paired.need_bytes > alone.need_bytes, choice.key
+        assert paired.need_bytes == estimate(describe(tiny_model), pair, has_gpu=False,
+                                             total_memory=8 << 30).total_bytes, choice.key
+    refused = suggest_draft(repo_view("hearth-test/OtherChat-1.1B", settings, config), config, settings, memory,
+                            has_gpu=False)
+    assert not refused.found
+    assert refused.why == (f"No draft model suggested: Token 300 is {second!r} in hearth-test/OtherChat-110M but "
+                           f"{first!r} in hearth-test/OtherChat-1.1B: their vocabularies differ.")
