@@ -1,6 +1,6 @@
-"""Get models' draft model offer, under a GGUF repo's files or a transformers folder's: the smaller model of the same vocabulary suggested
-for it (engine/hub/draft_pick.py), the chosen file's fit with the draft beside it, and a box to download it
-after the model and use it as that model's draft model (Settings > Draft model).
+"""Get models' draft model offer, under a GGUF repo's files or a transformers folder's: the smaller model of the
+same vocabulary suggested for it (engine/hub/draft_pick.py), the chosen file's fit with the draft beside it, and a
+box to download it after the model and use it as that model's draft model (Settings > Draft model).
 
 The suggestion is looked for on a thread of its own once the repo's files are shown, so the files and their
 verdicts never wait for it; a newer repo's look makes an older answer stale.

@@ -56,7 +56,8 @@ class VocabularyBuild:
             self._error = ConstraintError(f"Constrained decoding cannot read this model's vocabulary: {error}")
 
     def compile(self, constraint: Constraint, grammar: str) -> LLMatcher:
-        """A matcher of `grammar` (`constraint`'s) at its start, to deep_copy; ConstraintError where llguidance refuses it."""
+        """A matcher of `grammar` (`constraint`'s) at its start, to deep_copy; ConstraintError where llguidance
+        refuses it."""
         compiled = self._compiled.get(constraint)
         if compiled is None:
             matcher = LLMatcher(self.get(), grammar, log_level=0)

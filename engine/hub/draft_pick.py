@@ -28,7 +28,7 @@ from engine.hub.listing import ModelChoice, RepoListing, list_repo
 from engine.hub.remote import (
     FIRST_READ, MAX_HEADER, describe_choices, describe_folder_remote, describe_gguf_remote, read_range,
 )
-from engine.hub.search import search
+from engine.hub.search import Format, search
 from engine.hub.settings import HubSettings
 from engine.hub.vocabulary import Vocabulary, folder_vocabulary, read_vocabulary, vocabulary_problem
 from engine.protocol import ModelConfig
@@ -114,7 +114,7 @@ def suggest_draft(view: RepoView, config: ModelConfig, settings: HubSettings, me
     """Search the Hub for a draft model for `view`'s GGUF models, or for its transformers folder; HubError where the
     Hub cannot be asked."""
     listing = view.listing
-    kind = next((kind for kind in ("gguf", "hf") if any(choice.kind == kind for choice in listing.choices)), None)
+    kind = _kind(listing)
     target = name_parts(listing.repo_id)
     if kind is None:
         return DraftSuggestion("Draft models are for GGUF models (llama.cpp) and transformers folders.")
@@ -122,8 +122,8 @@ def suggest_draft(view: RepoView, config: ModelConfig, settings: HubSettings, me
         return DraftSuggestion(f"No draft model suggested: the name {listing.repo_id} does not say how many "
                                "parameters its model has (like 7B), which finding a smaller one of its family needs.")
     what = "GGUF" if kind == "gguf" else "transformers"
-    found = [summary.repo_id for summary in search(target.query, settings, fmt="gguf" if kind == "gguf" else "safetensors",
-                                                   limit=100)]
+    fmt: Format = "gguf" if kind == "gguf" else "safetensors"
+    found = [summary.repo_id for summary in search(target.query, settings, fmt=fmt, limit=100)]
     ranked = rank_candidates(listing.repo_id, found)
     if not ranked:
         return DraftSuggestion(f"No draft model suggested: the Hub has no {what} model of the {target.family} family "
@@ -133,8 +133,9 @@ def suggest_draft(view: RepoView, config: ModelConfig, settings: HubSettings, me
     problems = []
     for repo_id in ranked[:CHECKED]:
         draft_listing = list_repo(repo_id, settings)
+        folders = (c for c in draft_listing.choices if c.kind == "hf")
         choice = (pick_file(draft_listing, smallest.model_bytes) if kind == "gguf"
-                  else min((c for c in draft_listing.choices if c.kind == "hf"), key=lambda c: c.model_bytes, default=None))
+                  else min(folders, key=lambda c: c.model_bytes, default=None))
         if choice is None:
             continue
         local = downloaded_choices(draft_listing, settings)
@@ -145,7 +146,13 @@ def suggest_draft(view: RepoView, config: ModelConfig, settings: HubSettings, me
             continue
         return _suggestion(view, draft_listing, choice, local.get(choice.key, ""), ours, config, settings, memory,
                            has_gpu)
-    return DraftSuggestion("No draft model suggested: " + " ".join(problems or [f"none of its candidates has a {what} model."]))
+    none = f"none of its candidates has a {what} model."
+    return DraftSuggestion("No draft model suggested: " + " ".join(problems or [none]))
+
+
+def _kind(listing: RepoListing) -> str | None:
+    """What a repo's draft would be: "gguf" where it has GGUF files, else "hf" where it is a folder, else None."""
+    return next((kind for kind in ("gguf", "hf") if any(choice.kind == kind for choice in listing.choices)), None)
 
 
 def _suggestion(view: RepoView, listing: RepoListing, choice: ModelChoice, local_path: str, vocabulary: Vocabulary,
@@ -168,7 +175,7 @@ def pair_fits(view: RepoView, draft: ModelDescription, draft_name: str, config: 
     if memory is None or has_gpu is None:
         memory, has_gpu = target_memory(config)
     ram_bytes = memory.total_bytes if memory.device == "cpu" else system_memory().total_bytes
-    kind = "gguf" if any(c.kind == "gguf" for c in view.listing.choices) else "hf"
+    kind = _kind(view.listing)
     mine = dataclasses.replace(view.listing, choices=tuple(c for c in view.listing.choices if c.kind == kind))
     fits = {}
     for key, model in describe_choices(mine, settings, view.local).items():
