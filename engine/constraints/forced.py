@@ -12,7 +12,7 @@ bytes and took 16 us a token on Qwen's vocabulary but 1.5 ms on gpt-oss's, a for
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Sequence
 
 import numpy as np
 from llguidance import LLMatcher
@@ -39,3 +39,33 @@ def forced_tokens(matcher: LLMatcher, mask: np.ndarray, limit: int,
     finally:
         if tokens:
             matcher.rollback(len(tokens))
+
+
+class ForcedRuns:
+    """Each constrained slot's forced tokens walked for the next step, with the mask of the row after them."""
+
+    def __init__(self, n_vocab: int) -> None:
+        self._words = bits.words(n_vocab)
+        self._runs: dict[int, tuple[list[int], np.ndarray | None]] = {}  # slot -> (tokens, mask after them)
+
+    def walk(self, slot: int, matcher: LLMatcher, limit: int, is_end: Callable[[int], bool]) -> list[int]:
+        mask = np.empty((1, self._words), dtype=np.int32)
+        tokens, masked = forced_tokens(matcher, mask, limit, is_end)
+        self._runs[slot] = (tokens, mask if masked else None)
+        return tokens
+
+    def forces(self, slot: int, draft: Sequence[int]) -> bool:
+        """Whether `draft` is the walk's tokens or their start (the plan may cut them short, or guess instead)."""
+        run = self._runs.get(slot)
+        return run is not None and bool(draft) and run[0][: len(draft)] == list(draft)
+
+    def after(self, slot: int, draft: Sequence[int]) -> np.ndarray | None:
+        """The mask (1 x words) of the row after `draft` where the walk ended there on a row with a choice."""
+        tokens, mask = self._runs.get(slot, ([], None))
+        return mask if tokens and tokens == list(draft) else None
+
+    def drop(self, slot: int) -> None:
+        self._runs.pop(slot, None)
+
+    def clear(self) -> None:
+        self._runs = {}

@@ -16,9 +16,6 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Callable, Sequence
 
 import numpy as np
@@ -30,22 +27,14 @@ from llguidance.numpy import (
 )
 
 from engine.constraints import bits
-from engine.constraints.forced import forced_tokens
+from engine.constraints.draft_rows import SlotRows, ask, past_draft
+from engine.constraints.forced import ForcedRuns
 from engine.constraints.grammar import grammar_for
 from engine.constraints.overlap import MaskWorker, OverlapChoice
 from engine.constraints.vocabulary import VocabularyBuild
 from engine.protocol import Constraint
 
 GREEDY_TRIES = 8  # best tokens a greedy sample asks the matcher about before it fills the row's mask
-
-
-@dataclass
-class _Rows:
-    first: int  # the slot's first row in the step's masks
-    count: int
-    draft: list[int]
-    filled: bool  # every row filled at once (else each row when it is asked for)
-    forced: int = 0  # the draft's first tokens that the constraint forces (`forced`)
 
 
 class SlotConstraints:
@@ -62,8 +51,8 @@ class SlotConstraints:
         self._penalty_ready: set[int] = set()  # rows whose penalty the mask thread wrote this step
         self._filled_late: set[int] = set()  # rows filled this step as sampling reached them
         self._late_s = 0.0  # their fill time this step, for OverlapChoice
-        self._rows: dict[int, _Rows] = {}
-        self._forced: dict[int, tuple[list[int], np.ndarray | None]] = {}  # slot -> `forced`'s for the next step
+        self._rows: dict[int, SlotRows] = {}
+        self._forced = ForcedRuns(n_vocab)  # each slot's `forced` tokens for the next step
         self._worker: MaskWorker | None = None
         self.overlap = OverlapChoice()
 
@@ -72,7 +61,7 @@ class SlotConstraints:
     def set(self, slot: int, constraint: Constraint | None) -> None:
         """From the slot's next sample on, keep its tokens to `constraint` (None: free)."""
         self._matchers.pop(slot, None)
-        self._forced.pop(slot, None)
+        self._forced.drop(slot)
         if constraint is not None:
             self._matchers[slot] = self._vocabulary.compile(constraint, grammar_for(constraint)).deep_copy()
 
@@ -95,12 +84,17 @@ class SlotConstraints:
         """Up to `limit` tokens the slot's constraint forces next (forced.py); where the next step feeds them as
         the slot's draft, their rows are taken as sampled without a mask."""
         matcher = self._matchers.get(slot)
-        if matcher is None or limit <= 0:
-            return []
-        mask = np.empty((1, bits.words(self.n_vocab)), dtype=np.int32)
-        tokens, masked = forced_tokens(matcher, mask, limit, is_end)
-        self._forced[slot] = (tokens, mask if masked else None)  # that mask is the step's row after them
-        return tokens
+        return self._forced.walk(slot, matcher, limit, is_end) if matcher is not None and limit > 0 else []
+
+    def forces(self, slot: int, draft: Sequence[int]) -> bool:
+        """Whether `draft` is (the start of) what the slot's constraint forces next: its rows are then taken
+        as sampled, the forced tokens, and only its last row needs logits."""
+        return self._forced.forces(slot, draft)
+
+    def forced_at(self, slot: int, offset: int) -> int | None:
+        """The token forced at row `offset` of the slot's rows this step (None: the row samples)."""
+        rows = self._rows.get(slot)
+        return rows.draft[offset] if rows is not None and offset < rows.forced else None
 
     def ready(self, wait: float = 0.0) -> bool:
         """True when a constraint can be set at once (VocabularyBuild.ready); a failed build counts as
@@ -130,14 +124,13 @@ class SlotConstraints:
         for slot, draft in wanted:
             matcher = self._matchers.get(slot)
             if matcher is not None:
-                forced, after = self._forced.get(slot, ([], None))
-                cut = forced[: len(draft)] == list(draft)  # the plan may cut it short (or guess instead)
-                self._rows[slot] = _Rows(first, 1 + len(draft), list(draft), concurrent, len(draft) if cut else 0)
-                if cut and len(draft) == len(forced) and after is not None:
-                    known.append((first + len(forced), after))
+                cut, after = self._forced.forces(slot, draft), self._forced.after(slot, draft)
+                self._rows[slot] = SlotRows(first, 1 + len(draft), list(draft), concurrent, len(draft) if cut else 0)
+                if after is not None:
+                    known.append((first + len(draft), after))
                 jobs.append((matcher, first, list(draft)))
                 first += 1 + len(draft)
-        self._forced = {}
+        self._forced.clear()
         if not jobs:
             return
         if self._masks.shape[0] < first:
@@ -200,16 +193,16 @@ class SlotConstraints:
         152k vocabulary takes 30-1,500 us, the most inside a JSON string, where most tokens are allowed
         and so the next best ones are asked in turn, up to GREEDY_TRIES). Where the constraint forces
         the next bytes, or no token asked was allowed, the mask decides; a forced draft token is its row's."""
-        rows = self._rows.get(slot)
-        if rows is not None and offset < rows.forced:
-            return rows.draft[offset]  # the one token its row's mask allows (forced.py)
-        token = int(np.argmax(logits))
+        forced = self.forced_at(slot, offset)
+        if forced is not None:
+            return forced  # the one token its row's mask allows (forced.py)
+        rows, token = self._rows.get(slot), int(np.argmax(logits))
         if rows is None or offset >= rows.count:
             return token
         row = rows.first + offset
         if not rows.filled and row not in self._filled_late:
             for _ in range(GREEDY_TRIES):
-                verdict = self._ask(slot, rows, offset, token)
+                verdict = ask(self._matchers[slot], rows, offset, token)
                 if verdict is None:
                     break
                 if verdict:
@@ -228,7 +221,7 @@ class SlotConstraints:
 
     def allows(self, slot: int, offset: int, token: int) -> bool:
         """Whether the slot may sample `token` at row `offset` of its rows this step; a row not filled yet
-        is filled only where the matcher cannot answer for the mask (_ask)."""
+        is filled only where the matcher cannot answer for the mask (draft_rows.ask)."""
         rows = self._rows.get(slot)
         if rows is None or offset >= rows.count:
             return True
@@ -236,24 +229,11 @@ class SlotConstraints:
             return token == rows.draft[offset]
         row = rows.first + offset
         if not rows.filled and row not in self._filled_late:
-            verdict = self._ask(slot, rows, offset, token)
+            verdict = ask(self._matchers[slot], rows, offset, token)
             if verdict is not None:
                 return verdict
             self._row(slot, offset)
         return bits.allows(self._masks[row], token)
-
-    def _ask(self, slot: int, rows: _Rows, offset: int, token: int) -> bool | None:
-        """The matcher's answer whether `token` may follow the row's draft tokens, the same as the mask's
-        (tests/engine/constraints/test_masks.py); None where the constraint forces the next bytes (there
-        llguidance's mask admits only their canonical tokens, `"city": ` as one token, not `"c` `ity`,
-        and the matcher any token that spells them) or could end (the matcher refuses an end token the
-        mask allows)."""
-        with self._past_draft(slot, rows, offset) as matcher:
-            if matcher is None:
-                return True  # past a draft token the constraint forbids the row is all allowed (start_masks)
-            if matcher.compute_ff_bytes() or matcher.is_accepting():
-                return None
-            return matcher.validate_tokens([token]) == 1
 
     def forbid(self, slot: int, offset: int, logits: np.ndarray) -> bool:
         """Set the tokens the slot may not sample at row `offset` to -inf in `logits` (float32, in place);
@@ -279,24 +259,12 @@ class SlotConstraints:
             self._late_s += time.perf_counter() - started
         return row
 
-    def _fill_late(self, slot: int, rows: _Rows, offset: int) -> None:
+    def _fill_late(self, slot: int, rows: SlotRows, offset: int) -> None:
         """The mask after the slot's first `offset` draft tokens, filled now (they were sampled: the
         constraint allowed each), as llguidance fills it beside the pass."""
-        with self._past_draft(slot, rows, offset) as matcher:
+        with past_draft(self._matchers[slot], rows, offset) as matcher:
             if matcher is not None:
                 fill_next_token_bitmask(matcher, self._masks, rows.first + offset)
-
-    @contextmanager
-    def _past_draft(self, slot: int, rows: _Rows, offset: int) -> Iterator[LLMatcher | None]:
-        """The slot's matcher advanced over the row's first `offset` draft tokens and rolled back after; None
-        where the constraint forbids one of them."""
-        matcher = self._matchers[slot]
-        taken = matcher.try_consume_tokens(rows.draft[:offset]) if offset else 0
-        try:
-            yield matcher if taken == offset else None
-        finally:
-            if taken:
-                matcher.rollback(taken)
 
     def _penalty_row(self, row: int) -> None:
         bits.penalty_row(self._masks[row], self._penalties[row])

@@ -27,9 +27,13 @@ def put_tokens(batch: llama_cpp.llama_batch, index: int, tokens: list[int], star
 
 
 def fill_batch(batch: llama_cpp.llama_batch, capacity: int, work: Sequence[SlotWork], has_sampler: Callable[[int], bool],
-               record: Callable[[SlotWork], None], positions: dict[int, int] | None = None) -> list[tuple[SlotWork, range]]:
+               record: Callable[[SlotWork], None], positions: dict[int, int] | None = None,
+               known: Callable[[SlotWork], bool] = lambda item: False) -> list[tuple[SlotWork, range]]:
     """Every slot's tokens (drafts included) into the one batch, each item `record`ed first; the batch
-    rows where each sampling item wants logits: after its last token, and after each draft token.
+    rows where each sampling item samples: after its last token, and after each draft token. Each wants
+    logits, but where `known(item)` says its draft's samples are known without them (forced tokens
+    taken greedily): there only the last row, the one free sample, has logits. The model's output layer
+    then runs for that row alone (llama.cpp picks the rows before it).
     `positions`: where each slot's first token goes in its sequence, where that is not its start_pos
     (after a picture whose rows take fewer positions than rows: pictures.py)."""
     total = sum(len(w.tokens) + len(w.draft) for w in work)
@@ -49,7 +53,7 @@ def fill_batch(batch: llama_cpp.llama_batch, capacity: int, work: Sequence[SlotW
         index = put_tokens(batch, index, fed, start, item.slot)
         if item.sample and item.tokens:
             first = index - 1 - (len(fed) - len(item.tokens))
-            for row in range(first, index):
+            for row in range(index - 1 if item.draft and known(item) else first, index):
                 wants_logits[row] = 1
             outputs.append((item, range(first, index)))
     batch.n_tokens = index

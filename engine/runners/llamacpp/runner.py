@@ -163,7 +163,7 @@ class LlamaCppRunner:
         if not plan:
             return {}
         outputs = fill_batch(self._batch, self._capacity, plan, self._samplers.__contains__, self._record,
-                             self._picture_rows.step_positions(plan, self._cached))
+                             self._picture_rows.step_positions(plan, self._cached), self._rows.known)
         reads_prompt = any(len(item.tokens) > 1 for item in plan)
         threads = self._threads[1] if reads_prompt else self._generation_threads.pick()
         self._rows.entries = {}

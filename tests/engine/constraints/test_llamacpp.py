@@ -160,6 +160,51 @@ def test_greedy_chats_take_the_tokens_their_schema_forces_in_one_step_and_stay_v
     assert all(f.stats.drafted_tokens == 0 for f in finished.values()), "drafting off: every draft was forced"
 
 
+def _forced_answer(runner: LlamaCppRunner, monkeypatch: pytest.MonkeyPatch, params: SamplingParams,
+                   known: bool) -> tuple[str, list[tuple[int, int]]]:
+    """One chat under `params` through the scheduler, forced tokens fed as drafts; its text, and per forced
+    step (rows fed after the chat's token, rows with logits)."""
+    with monkeypatch.context() as patch:
+        if not known:
+            patch.setattr(runner._rows, "known", lambda item: False)
+        steps: list[tuple[int, int]] = []
+        forward = runner.forward
+
+        def counted(work: list[SlotWork]) -> dict[int, list[int]]:
+            result = forward(work)
+            flags = runner._batch.logits
+            if work[0].forced:
+                steps.append((len(work[0].draft), sum(flags[row] for row in range(runner._batch.n_tokens))))
+            return result
+        patch.setattr(runner, "forward", counted)
+        runner.clear_slot(0)
+        scheduler = Scheduler(runner)
+        assert not scheduler.submit("person", _tokens(runner, prompt_text("person")), params)
+        finished: list[TurnFinished] = []
+        while scheduler.has_work():
+            finished += [event for event in scheduler.step() if isinstance(event, TurnFinished)]
+    (turn,) = finished
+    assert turn.reason == "stop" and errors("person", turn.text) == [], turn.text
+    return turn.text, steps
+
+
+def test_forced_rows_of_a_greedy_chat_have_no_logits_and_the_answer_is_the_same(
+        runner: LlamaCppRunner, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A greedy chat's forced draft rows are its forced tokens without a look at the logits (rows.known), so
+    llama.cpp computes the output layer for the step's last row alone: the answer is the one with logits on
+    every row. A sampling chain draws at each row (its random state moves once per token), so it keeps them."""
+    params = replace(GREEDY, max_new_tokens=96, constraint=schema_constraint("person"), speculative="off")
+    text, steps = _forced_answer(runner, monkeypatch, params, known=True)
+    assert steps and all(logits == 1 for _, logits in steps), steps
+    assert len(steps) >= 2 and sum(fed for fed, _ in steps) >= 4
+    every_text, every_steps = _forced_answer(runner, monkeypatch, params, known=False)
+    assert every_text == text
+    assert [logits for _, logits in every_steps] == [fed + 1 for fed, _ in every_steps]
+    sampled = replace(params, temperature=0.8, seed=7)
+    _, sampled_steps = _forced_answer(runner, monkeypatch, sampled, known=True)
+    assert sampled_steps and [logits for _, logits in sampled_steps] == [fed + 1 for fed, _ in sampled_steps]
+
+
 def test_logprobs_are_the_models_own_before_the_mask(runner: LlamaCppRunner) -> None:
     prompt = _tokens(runner, "Write a number.")
     _start(runner, 0, replace(GREEDY, logprobs=5))
