@@ -161,12 +161,19 @@ def test_greedy_chats_take_the_tokens_their_schema_forces_in_one_step_and_stay_v
 
 
 def _forced_answer(runner: LlamaCppRunner, monkeypatch: pytest.MonkeyPatch, params: SamplingParams,
-                   known: bool) -> tuple[str, list[tuple[int, int]]]:
-    """One chat under `params` through the scheduler, forced tokens fed as drafts; its text, and per forced
-    step (rows fed after the chat's token, rows with logits)."""
+                   known: bool, beside: bool = False) -> tuple[str, list[tuple[int, int]]]:
+    """One chat under `params` through the scheduler, forced tokens fed as drafts, its masks filled after the
+    pass or (`beside`) on the mask thread, which must never be handed a forced draft's rows; its text, and per
+    forced step (rows fed after the chat's token, rows with logits)."""
     with monkeypatch.context() as patch:
         if not known:
             patch.setattr(runner._rows, "known", lambda item: False)
+        patch.setattr(runner._rows.constraints.overlap, "threads", lambda threads: threads)
+        patch.setattr("engine.runners.llamacpp.rows.spare_core", lambda threads: beside)
+        fill = runner._rows.constraints._fill
+        handed: list[list[int]] = []
+        patch.setattr(runner._rows.constraints, "_fill",
+                      lambda jobs: handed.extend(draft for _, _, draft in jobs) or fill(jobs))
         steps: list[tuple[int, int]] = []
         forward = runner.forward
 
@@ -185,6 +192,8 @@ def _forced_answer(runner: LlamaCppRunner, monkeypatch: pytest.MonkeyPatch, para
             finished += [event for event in scheduler.step() if isinstance(event, TurnFinished)]
     (turn,) = finished
     assert turn.reason == "stop" and errors("person", turn.text) == [], turn.text
+    assert bool(handed) == beside, "beside the pass, the free rows' masks go to the mask thread"
+    assert not any(handed), "speculation off: every draft was forced, and none went to the mask thread"
     return turn.text, steps
 
 
@@ -199,6 +208,7 @@ def test_forced_rows_of_a_greedy_chat_have_no_logits_and_the_answer_is_the_same(
     assert len(steps) >= 2 and sum(fed for fed, _ in steps) >= 4
     every_text, every_steps = _forced_answer(runner, monkeypatch, params, known=False)
     assert every_text == text
+    assert _forced_answer(runner, monkeypatch, params, known=True, beside=True)[0] == text
     assert [logits for _, logits in every_steps] == [fed + 1 for fed, _ in every_steps]
     sampled = replace(params, temperature=0.8, seed=7)
     _, sampled_steps = _forced_answer(runner, monkeypatch, sampled, known=True)
