@@ -70,6 +70,7 @@ class Sequence:
     stop_string_seen: bool = False  # the answer reached one of params.stop: it ends here
     stop_string: str = ""  # which one (the first in the text)
     speculator: Speculator | None = None  # drafts for this turn; None: it never drafts
+    forced_tokens: int = 0  # tokens its constraint forced, read as drafts (no guess: results._settle_draft)
     # A constraint to install from the next token on (a 1-tuple: (None,) frees the sequence again);
     # the scheduler installs it after the token being taken in (constrain_next)
     pending_constraint: tuple[Constraint | None] | None = None
@@ -233,6 +234,7 @@ class Sequence:
             accepted_tokens=self.speculator.accepted if self.speculator else 0,
             drafts_by_source=tuple((source, *counts) for source, counts in sorted(self.speculator.by_source.items()))
             if self.speculator else (),
+            forced_tokens=self.forced_tokens,
             reasoning_tokens=self.reasoning_tokens,
             reasoning_s=self._reasoning_seconds(end),
         )

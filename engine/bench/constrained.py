@@ -75,13 +75,21 @@ def run_constrained(bench: Bench, backend: str, tabs: int, max_tokens: int, leng
         result[f"{mode}_tokens"] = generated
         if constrained:
             result["valid_fraction"] = sum(map(_valid, turns)) / len(turns)
+            # the schema's tokens read as forced drafts, no sample needed (engine/constraints/forced.py)
+            result["forced_tokens"] = sum(t.finished.stats.forced_tokens for t in turns if t.finished)
     return result
 
 
 def constrained_lines(result: dict[str, Any]) -> list[str]:
-    lines = [f"{'tabs':>5} {'backend':>9} {'free tok/s':>11} {'schema tok/s':>13} {'ratio':>6} {'valid':>6}"]  # ratio: the median repeat's
+    # ratio: the median repeat's; forced: the share of the schema's tokens its constraint forced
+    lines = [f"{'tabs':>5} {'backend':>9} {'free tok/s':>11} {'schema tok/s':>13} {'ratio':>6} {'valid':>6} {'forced':>7}"]
     for case in result.get("constrained", []):
         ratio = case.get("schema_free_median") or (case["schema_tok_s"] / case["free_tok_s"] if case["free_tok_s"] else 0.0)
         lines.append(f"{case['tabs']:>5} {case['backend']:>9} {case['free_tok_s']:11.1f} {case['schema_tok_s']:13.1f} "
-                     f"{ratio:6.2f} {case['valid_fraction']:6.2f}")
+                     f"{ratio:6.2f} {case['valid_fraction']:6.2f} {_share(case):>7}")
     return lines
+
+
+def _share(case: dict[str, Any]) -> str:
+    tokens, forced = case.get("schema_tokens"), case.get("forced_tokens")
+    return f"{forced / tokens:.0%}" if tokens and forced is not None else "-"

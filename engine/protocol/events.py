@@ -122,6 +122,7 @@ class TurnStats:
     accepted_tokens: int = 0  # of them, the ones the model agreed with (tokens it got for free)
     drafts_by_source: tuple[tuple[str, int, int], ...] = ()  # (source, drafted, accepted): "lookup", "pool", "draft"
     reasoning_tokens: int = 0  # of generated_tokens, those spent thinking
+    forced_tokens: int = 0  # of generated_tokens, those a constraint forced, read in one pass each run (no sample)
     reasoning_s: float = 0.0  # time from the first thinking token to the end of the thinking
 
     @property

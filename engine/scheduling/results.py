@@ -87,7 +87,9 @@ class StepResults:
     def _settle_draft(self, sequence: Sequence, slot: Slot, work: SlotWork, accepted: int, now: float) -> None:
         """Count a guessed draft (a forced one is no guess), and drop its rejected tail from the cache."""
         drafted = len(work.draft)
-        if not work.forced:
+        if work.forced:
+            sequence.forced_tokens += accepted
+        else:
             source: Source = "lookup"
             if sequence.speculator is not None:
                 sequence.speculator.record(drafted, accepted)

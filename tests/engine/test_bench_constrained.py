@@ -40,6 +40,9 @@ def test_family_runs_the_constrained_case_on_a_familys_fixture(tmp_path: Path, c
     assert Path(result["path"]).name == family_model("qwen3").name
     (case,) = result["constrained"]
     assert case["valid_fraction"] == 1.0, "under the schema every answer ends by itself and validates"
+    # the keys of two people with their quotes and colons at least are forced, in each of 4 answers
+    assert 4 * 2 * 4 <= case["forced_tokens"] < case["schema_tokens"]
+    assert f"{case['forced_tokens'] / case['schema_tokens']:.0%}" in capsys.readouterr().out
     for wrong, said in ((["--family", "nope"], "--family takes one of"),
                         (["--family", "qwen3", "--model", "x.gguf"], "leave out --model")):
         with pytest.raises(SystemExit):

@@ -23,7 +23,7 @@ from llguidance import LLTokenizer
 from engine.constraints.slots import SlotConstraints, spare_core
 from engine.protocol import SamplingParams, TokenLogprob
 from engine.runners.base import SlotWork
-from engine.runners.llamacpp.sampling import penalized
+from engine.runners.llamacpp.sampling import draw_alone, penalized
 from engine.runners.logprobs import entry, row_stats
 
 
@@ -73,19 +73,19 @@ class SampledRows:
             self.constraints.overlap.record_pass(threads, pass_seconds)
 
     def known(self, item: SlotWork) -> bool:
-        """Whether the item's draft rows sample without logits: a greedy chain's forced tokens (its chain has no
-        state to advance; a sampling chain draws each, so that its random state moves once per token
-        however the tokens were fed) where no log-probabilities are asked."""
-        return (item.slot in self._argmax and item.slot not in self._logprobs
-                and self.constraints.forces(item.slot, item.draft))
+        """Whether the item's draft rows sample without logits: forced tokens, where no log-probabilities
+        are asked (those are the model's own odds, read from the row)."""
+        return item.slot not in self._logprobs and self.constraints.forces(item.slot, item.draft)
 
     def sample(self, chain: llama_cpp.llama_sampler_p, context: int, slot: int, row: int, offset: int) -> int:
         """The slot's sample at batch row `row`, its `offset`-th row this step (0, then one per draft token)."""
         top = self._logprobs.get(slot)
         argmax = slot in self._argmax
-        forced = self.constraints.forced_at(slot, offset) if argmax and top is None else None
-        if forced is not None:
-            return forced  # its row has no logits (known)
+        forced = self.constraints.forced_at(slot, offset) if top is None else None
+        if forced is not None:  # its row has no logits (known)
+            if not argmax:
+                draw_alone(chain, forced)
+            return forced
         if top is None and not argmax and not self.constraints.active(slot):
             return int(llama_cpp.llama_sampler_sample(chain, context, row))
         logits = np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(context, row), shape=(self._n_vocab,))

@@ -6,6 +6,8 @@ chat's settings mean the same on both backends.
 
 from __future__ import annotations
 
+import ctypes
+
 import llama_cpp
 
 from engine.protocol import SamplingParams
@@ -37,6 +39,18 @@ def _parts(params: SamplingParams, n_vocab: int) -> list[int]:
         llama_cpp.llama_sampler_init_temp(params.temperature),
         llama_cpp.llama_sampler_init_dist(seed),  # LLAMA_DEFAULT_SEED: llama.cpp picks one
     ]
+
+
+def draw_alone(chain: llama_cpp.llama_sampler_p, token: int) -> None:
+    """The chain draws `token` from a candidate list of it alone, and takes it in: its random state and
+    penalty history move as they would drawing from a row that allows only `token` (a forced token's
+    row, whose logits are then never computed). llama.cpp's draw takes its random number however few the
+    candidates are, so skipping the draw would change every later sample of a seeded chat
+    (tests/engine/constraints/test_llamacpp.py holds the two ways to the same answer)."""
+    candidate = llama_cpp.llama_token_data(token, 0.0, 0.0)
+    candidates = llama_cpp.llama_token_data_array(ctypes.pointer(candidate), 1, -1, False)
+    llama_cpp.llama_sampler_apply(chain, ctypes.byref(candidates))
+    llama_cpp.llama_sampler_accept(chain, token)
 
 
 def penalized(params: SamplingParams) -> bool:

@@ -166,8 +166,9 @@ def _forced_answer(runner: LlamaCppRunner, monkeypatch: pytest.MonkeyPatch, para
     pass or (`beside`) on the mask thread, which must never be handed a forced draft's rows; its text, and per
     forced step (rows fed after the chat's token, rows with logits)."""
     with monkeypatch.context() as patch:
-        if not known:
+        if not known:  # every row's logits, and every row sampled from them through the mask
             patch.setattr(runner._rows, "known", lambda item: False)
+            patch.setattr(runner._rows.constraints, "forced_at", lambda slot, offset: None)
         patch.setattr(runner._rows.constraints.overlap, "threads", lambda threads: threads)
         patch.setattr("engine.runners.llamacpp.rows.spare_core", lambda threads: beside)
         fill = runner._rows.constraints._fill
@@ -194,25 +195,29 @@ def _forced_answer(runner: LlamaCppRunner, monkeypatch: pytest.MonkeyPatch, para
     assert turn.reason == "stop" and errors("person", turn.text) == [], turn.text
     assert bool(handed) == beside, "beside the pass, the free rows' masks go to the mask thread"
     assert not any(handed), "speculation off: every draft was forced, and none went to the mask thread"
+    assert turn.stats.forced_tokens == sum(fed for fed, _ in steps) and turn.stats.drafted_tokens == 0
     return turn.text, steps
 
 
-def test_forced_rows_of_a_greedy_chat_have_no_logits_and_the_answer_is_the_same(
-        runner: LlamaCppRunner, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A greedy chat's forced draft rows are its forced tokens without a look at the logits (rows.known), so
-    llama.cpp computes the output layer for the step's last row alone: the answer is the one with logits on
-    every row. A sampling chain draws at each row (its random state moves once per token), so it keeps them."""
+@pytest.mark.parametrize("chain", ["greedy", "penalized", "sampled"])
+def test_forced_rows_have_no_logits_and_the_answer_is_the_same(
+        runner: LlamaCppRunner, monkeypatch: pytest.MonkeyPatch, chain: str) -> None:
+    """A chat's forced draft rows are its forced tokens without a look at the logits (rows.known), so llama.cpp
+    computes the output layer for the step's last row alone: the answer is the one with logits on every row.
+    A chain with a penalty history or a random state draws each forced token from itself alone
+    (sampling.draw_alone), so that a seeded answer goes on as it would have: the same text."""
     params = replace(GREEDY, max_new_tokens=96, constraint=schema_constraint("person"), speculative="off")
+    if chain == "penalized":
+        params = replace(params, repeat_penalty=1.3, presence_penalty=0.5)
+    elif chain == "sampled":
+        params = replace(params, temperature=1.0, seed=11)
     text, steps = _forced_answer(runner, monkeypatch, params, known=True)
     assert steps and all(logits == 1 for _, logits in steps), steps
     assert len(steps) >= 2 and sum(fed for fed, _ in steps) >= 4
     every_text, every_steps = _forced_answer(runner, monkeypatch, params, known=False)
     assert every_text == text
-    assert _forced_answer(runner, monkeypatch, params, known=True, beside=True)[0] == text
     assert [logits for _, logits in every_steps] == [fed + 1 for fed, _ in every_steps]
-    sampled = replace(params, temperature=0.8, seed=7)
-    _, sampled_steps = _forced_answer(runner, monkeypatch, sampled, known=True)
-    assert sampled_steps and [logits for _, logits in sampled_steps] == [fed + 1 for fed, _ in sampled_steps]
+    assert _forced_answer(runner, monkeypatch, params, known=True, beside=True)[0] == text
 
 
 def test_logprobs_are_the_models_own_before_the_mask(runner: LlamaCppRunner) -> None:

@@ -102,6 +102,7 @@ def test_tokens_the_constraint_forces_come_as_one_draft_and_are_no_guess() -> No
     assert len(forced.steps) == len(free.steps) - sum(n for _, n, _ in drafts)
     stats = finished(events, "a").stats
     assert stats.generated_tokens == len(REPLY) and (stats.drafted_tokens, stats.accepted_tokens) == (0, 0)
+    assert stats.forced_tokens == sum(n for _, n, _ in drafts) and finished(answers[id(free)], "a").stats.forced_tokens == 0
     assert not [d for step in free.drafts for d in step], "drafting off: nothing guessed"
 
 
