@@ -1,4 +1,5 @@
-"""The line of numbers under a finished answer: tokens, speed, first token, cache reuse, drafts, how it ended."""
+"""The line of numbers under a finished answer: tokens, speed, first token, cache reuse, drafts, tokens the format
+fixed, how it ended."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ def stats_line(event: TurnFinished) -> str:
     ]
     if stats.acceptance is not None:
         parts.append(f"{stats.acceptance:.0%} of {stats.drafted_tokens} drafted tokens accepted")
+    if stats.forced_tokens:  # a tool call's or a schema's fixed parts, read without sampling (a key and its quotes)
+        parts.append(f"{stats.forced_tokens} fixed by the format")
     if event.reason == "cancelled":
         parts.append("stopped")
     elif event.reason == "length":

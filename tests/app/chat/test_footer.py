@@ -26,7 +26,12 @@ def test_an_answer_with_drafts_says_how_many_drafted_tokens_were_accepted(qtbot)
 
 def test_an_answer_without_drafts_says_nothing_about_them(qtbot) -> None:
     footer = answered(qtbot, TurnStats(12, 0, 9, 0.2, 40.0, 0.5))
-    assert "9 tokens" in footer and "drafted" not in footer
+    assert "9 tokens" in footer and "drafted" not in footer and "fixed" not in footer
+
+
+def test_an_answer_under_a_format_says_how_many_tokens_it_fixed(qtbot) -> None:
+    footer = answered(qtbot, TurnStats(12, 0, 9, 0.2, 40.0, 0.5, forced_tokens=4))
+    assert footer.endswith("· 4 fixed by the format") and "drafted" not in footer
 
 
 def test_an_answer_cut_at_the_limit_with_nothing_to_show_says_so(qtbot) -> None:

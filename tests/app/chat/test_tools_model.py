@@ -36,6 +36,8 @@ def test_the_model_calls_add_the_user_allows_it_and_the_answer_goes_on(qtbot, ma
     qtbot.waitUntil(lambda: bool(tab.view.findChildren(ToolCallCard)), timeout=LONG * 3)
     cards, calls = tab.view.findChildren(ToolCallCard), tab.messages[1].tool_calls
     assert len(cards) == len(calls) >= 1 and all(card.waiting for card in cards)
+    calling = [card for card in tab.view.cards() if card.role == "assistant"][0]
+    assert "fixed by the format" in calling.footer.text(), "the named call's name and keys were read as forced tokens"
     schema = json.loads(window.tool_service.offered()["add"][1].parameters)
     expected = []
     for card, call in zip(cards, calls):
