@@ -14,6 +14,7 @@ from engine.parsing.formats import OutputFormat
 from engine.runners.llamacpp.info import chat_template
 from engine.runners.llamacpp.load import llama_log
 from engine.runners.llamacpp.rows import llguidance_tokenizer
+from engine.runners.llamacpp.tokenize_cache import TokenizeFunction
 from engine.runners.llamacpp.vocabulary import special_id, tokenize
 from tests.families.build import family_model
 
@@ -39,8 +40,12 @@ class FamilyVocabulary:
         return bool(llama_cpp.llama_vocab_is_eog(self.vocab, token))
 
     @functools.cached_property
+    def tokenize_function(self) -> TokenizeFunction:
+        return TokenizeFunction(self.vocab)
+
+    @functools.cached_property
     def llguidance(self) -> Any:
-        return llguidance_tokenizer(self.vocab, self.n_vocab, self.is_end)
+        return llguidance_tokenizer(self.vocab, self.n_vocab, self.is_end, self.tokenize_function)
 
 
 @functools.cache

@@ -24,6 +24,7 @@ from engine.constraints.slots import SlotConstraints, spare_core
 from engine.protocol import SamplingParams, TokenLogprob
 from engine.runners.base import SlotWork
 from engine.runners.llamacpp.sampling import draw_alone, penalized
+from engine.runners.llamacpp.tokenize_cache import TokenizeFunction
 from engine.runners.logprobs import entry, row_stats
 
 
@@ -39,6 +40,7 @@ class SampledRows:
         self._argmax: set[int] = set()  # slots whose chain is greedy with no penalties: the row's argmax
         self.entries: dict[int, list[TokenLogprob]] = {}  # slot -> this step's, one per token it got
         self._masked = False  # this step samples a constrained slot from generated tokens
+        self._tokenize: TokenizeFunction | None = None  # llguidance's tokenizer calls it (_tokenizer)
 
     def begin_turn(self, slot: int, params: SamplingParams) -> None:
         self.constraints.set(slot, params.constraint)
@@ -100,17 +102,19 @@ class SampledRows:
         return token
 
     def _tokenizer(self) -> LLTokenizer:
-        return llguidance_tokenizer(self._vocab, self._n_vocab, self._end_of_generation)
+        self._tokenize = TokenizeFunction(self._vocab)  # kept as long as the tokenizer built with it
+        return llguidance_tokenizer(self._vocab, self._n_vocab, self._end_of_generation, self._tokenize)
 
 
-def llguidance_tokenizer(vocab: int, n_vocab: int, end_of_generation: Callable[[int], bool]) -> LLTokenizer:
+def llguidance_tokenizer(vocab: int, n_vocab: int, end_of_generation: Callable[[int], bool],
+                         tokenize: TokenizeFunction) -> LLTokenizer:
     """llguidance's view of the GGUF's vocabulary, as its llguidance.llamacpp adapter builds it (that one
     calls a deprecated llama.cpp function once per token): each token's bytes, special tokens marked
-    with a leading 0xff so that no grammar writes them as text, and llama.cpp's own tokenizer."""
+    with a leading 0xff so that no grammar writes them as text, and llama.cpp's own tokenizer (remembered
+    where it is slow: tokenize_cache.py; `tokenize` must outlive the tokenizer)."""
     ends = [token for token in range(n_vocab) if end_of_generation(token)]
     pieces = [_marked_piece(vocab, token) for token in range(n_vocab)]
-    tokenize = ctypes.cast(llama_cpp.llama_cpp._lib.llama_tokenize, ctypes.c_void_p).value
-    return LLTokenizer.from_llamacpp(tokens=pieces, vocab_ptr=vocab, tokenize_fptr=tokenize,  # type: ignore[attr-defined]
+    return LLTokenizer.from_llamacpp(tokens=pieces, vocab_ptr=vocab, tokenize_fptr=tokenize.address,  # type: ignore[attr-defined]
                                      eos_token=ends, slices=None)
 
 

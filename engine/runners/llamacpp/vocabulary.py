@@ -6,25 +6,14 @@ family fixtures' token-level tests load one.
 
 from __future__ import annotations
 
-import llama_cpp
 
-from engine.runners.base import RunnerError
 from engine.runners.llamacpp.rows import is_special
+from engine.runners.llamacpp.tokenize_cache import tokenize_bytes
 
 
 def tokenize(vocab: int, text: str, add_special: bool = False) -> list[int]:
     """`text`'s tokens, special tokens written in it read as such (parse_special)."""
-    data = text.encode("utf-8")
-    size = len(data) + 8
-    tokens = (llama_cpp.llama_token * size)()
-    count = llama_cpp.llama_tokenize(vocab, data, len(data), tokens, size, add_special, True)
-    if count < 0:
-        size = -count
-        tokens = (llama_cpp.llama_token * size)()
-        count = llama_cpp.llama_tokenize(vocab, data, len(data), tokens, size, add_special, True)
-    if count < 0:
-        raise RunnerError(f"The text could not be tokenized ({len(data)} bytes).")
-    return list(tokens[:count])
+    return tokenize_bytes(vocab, text.encode("utf-8"), add_special, True)
 
 
 def special_id(vocab: int, text: str) -> int | None:
