@@ -4,7 +4,9 @@ remembering function gives llguidance llama.cpp's own tokens and the same masks,
 
 from __future__ import annotations
 
+import functools
 import json
+from typing import Any
 
 import numpy as np
 import pytest
@@ -21,6 +23,16 @@ from tests.families.vocab_view import family_vocabulary
 SCHEMA = {"type": "object", "required": ["people"], "properties": {"people": {"type": "array", "items": {
     "type": "object", "required": ["name", "age"], "properties": {"name": {"type": "string"}, "age": {"type": "integer"}}}}}}
 ANSWER = '{"people": [{"name": "Ana", "age": 34}, {"name": "Bo", "age": 7}]}'
+
+
+@functools.cache
+def own(name: str) -> tuple[TokenizeFunction, Any]:
+    """The family's llguidance tokenizer on llama_tokenize itself (and the function it was built with)."""
+    family = family_vocabulary(name)
+    itself = TokenizeFunction(family.vocab, remember=False)
+    return itself, llguidance_tokenizer(family.vocab, family.n_vocab, family.is_end, itself)
+
+
 TEXTS = [b"", b'{"', b'": "', b"people", "Zoë naïve 東京 🙂".encode(), b" " * 40, b'{"name": "' * 60, b"\xe6\x9d"]
 
 
@@ -31,10 +43,9 @@ def test_remembered_calls_give_llamacpps_tokens_and_the_same_masks(name: str, mo
     native = tokenize_cache.tokenize_bytes
     monkeypatch.setattr(tokenize_cache, "tokenize_bytes",
                         lambda vocab, data, add, parse: asked.append(data) or native(vocab, data, add, parse))
-    remembering, itself = TokenizeFunction(family.vocab, remember=True), TokenizeFunction(family.vocab, remember=False)
+    remembering, (itself, reference) = TokenizeFunction(family.vocab, remember=True), own(name)
     assert remembering.remembers and not itself.remembers and remembering.address != itself.address
     tokenizer = llguidance_tokenizer(family.vocab, family.n_vocab, family.is_end, remembering)
-    reference = llguidance_tokenizer(family.vocab, family.n_vocab, family.is_end, itself)  # llama_tokenize's own
     for text in TEXTS:  # a long one (past the buffer llguidance offers first), an empty one, a cut UTF-8 one
         assert tokenizer.tokenize_bytes(text) == reference.tokenize_bytes(text), text
     assert asked, "llguidance asked through the remembering function"
@@ -55,3 +66,27 @@ def test_remembered_calls_give_llamacpps_tokens_and_the_same_masks(name: str, mo
     assert new_asks[0] == 0 and new_asks[1] > 0, "the forced keys' masks ask the tokenizer"
     assert new_asks[2] == 0, "and every text asked again was remembered"
     assert np.array_equal(masks[0], masks[1]) and np.array_equal(masks[1], masks[2])
+
+
+def test_llguidances_pool_threads_call_the_remembering_function_at_once() -> None:
+    """Beside the pass, masks fill on llguidance's pool (slots.py): its threads call back into Python together,
+    each taking the GIL; the masks are the ones llama_tokenize's own function gives."""
+    from llguidance import LLExecutor
+    from llguidance.numpy import fill_next_token_bitmask_par
+
+    family = family_vocabulary("gpt_oss")
+    grammar = grammar_for(Constraint("json_schema", json.dumps(SCHEMA)))
+    masks = []
+    for remember in (False, True):
+        tokenizer = own("gpt_oss")[1] if not remember else llguidance_tokenizer(
+            family.vocab, family.n_vocab, family.is_end, TokenizeFunction(family.vocab, remember=True))
+        tokens = tokenizer.tokenize_str(ANSWER)
+        matchers = []
+        for cut in range(1, len(tokens), 2):  # one matcher per place along the answer, forced or not
+            matcher = LLMatcher(tokenizer, grammar)
+            assert matcher.consume_tokens(tokens[:cut])
+            matchers.append((matcher, len(matchers)))
+        mask = allocate_token_bitmask(len(matchers), tokenizer.vocab_size)
+        fill_next_token_bitmask_par(LLExecutor(), matchers, mask)
+        masks.append(mask)
+    assert masks[0].shape[0] >= 8 and np.array_equal(masks[0], masks[1])
