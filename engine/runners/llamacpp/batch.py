@@ -31,8 +31,8 @@ def fill_batch(batch: llama_cpp.llama_batch, capacity: int, work: Sequence[SlotW
                known: Callable[[SlotWork], bool] = lambda item: False) -> list[tuple[SlotWork, range]]:
     """Every slot's tokens (drafts included) into the one batch, each item `record`ed first; the batch
     rows where each sampling item samples: after its last token, and after each draft token. Each wants
-    logits, but where `known(item)` says its draft's samples are known without them (forced tokens
-    taken greedily): there only the last row, the one free sample, has logits. The model's output layer
+    logits, but where `known(item)` says its draft's samples are known without them (forced tokens:
+    rows.SampledRows.known): there only the last row, the one free sample, has logits. The model's output layer
     then runs for that row alone (llama.cpp picks the rows before it).
     `positions`: where each slot's first token goes in its sequence, where that is not its start_pos
     (after a picture whose rows take fewer positions than rows: pictures.py)."""
