@@ -28,6 +28,7 @@ from app.bridge import ChatMessage, EngineBridge, SamplingParams
 from app.chat.message_list import MessageCard, MessageList
 from app.chat.stored_tool_calls import INTERRUPTED, add_result_card
 from app.chat.tool_card import ToolCallCard, ToolResultCard, call_labels
+from app.misc.accessibility import announce
 from app.tools.builtin import BUILTIN_SERVER, MEMORY
 from app.tools.service import ToolService
 from engine.protocol import ToolCall, ToolSpec
@@ -171,6 +172,11 @@ class ChatTools(QObject):
                 self._run(pending, "always")
             else:
                 pending.card.set_state("waiting")
+        waiting = [pending.card for pending in self._calls if pending.card.waiting]
+        if waiting:  # a screen reader says so: nothing runs until the person answers
+            names = ", ".join(dict.fromkeys(card.name for card in waiting))
+            announce(waiting[0], f"{names}: {len(waiting)} tool call{'s' * (len(waiting) > 1)} waiting for you. "
+                                 "Allow or Deny is on the call's card.")
         self._maybe_done()
 
     def stop(self) -> None:

@@ -128,3 +128,37 @@ def test_regenerate_after_a_call_reuses_its_result_and_a_new_call_asks_again(qtb
     qtbot.mouseClick(waiting[0].allow_button, Qt.MouseButton.LeftButton)  # allowed: now it runs, once
     qtbot.waitUntil(lambda: len(bridge.submitted) == 4, timeout=LONG)
     assert [(server, tool) for _, server, tool, _ in calls] == [("test", "add")]
+
+
+def test_calls_that_wait_for_the_person_are_announced_once_and_always_allowed_ones_are_not(
+        qtbot, tools_window, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A screen reader's user hears that the answer stopped for them (nothing runs until they answer), once per
+    answer, naming the tools; a call that runs by itself needs no word."""
+    from PySide6.QtGui import QAccessible, QAccessibleAnnouncementEvent
+
+    said: list[tuple[str, Any]] = []
+    original = QAccessible.updateAccessibility
+
+    def spy(event: Any) -> None:
+        if isinstance(event, QAccessibleAnnouncementEvent):
+            said.append((event.message(), event.object()))
+        original(event)
+
+    monkeypatch.setattr(QAccessible, "updateAccessibility", spy)
+    window = tools_window()
+    wait_restored(qtbot, window)
+    bridge = window.bridge
+    tab = _ask(qtbot, window, "What are 2 + 3 and 7 + 8?")
+    said.clear()
+    bridge.call_tools(tab.chat_id, ToolCall("call_a", "add", '{"a": 2, "b": 3}'),
+                      ToolCall("call_b", "add", '{"a": 7, "b": 8}'), ToolCall("call_c", "sleep", '{"seconds": 0}'))
+    first = _call_cards(tab)[0]
+    assert said == [("add, sleep: 3 tool calls waiting for you. Allow or Deny is on the call's card.", first)]
+    for card in _call_cards(tab):
+        qtbot.mouseClick(card.always_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: len(bridge.submitted) == 2, timeout=LONG)
+    said.clear()
+    bridge.call_tools(tab.chat_id, ToolCall("call_d", "add", '{"a": 1, "b": 1}'))  # always allowed now: runs
+    qtbot.waitUntil(lambda: len(bridge.submitted) == 3, timeout=LONG)
+    assert not [message for message, _ in said if "waiting" in message]
+    bridge.answer(tab.chat_id, "Done.")
