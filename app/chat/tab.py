@@ -79,6 +79,7 @@ class ChatTab(ReadinessTab):
         self.research.set_available(self.chat_tools is not None)
         if self.chat_tools is not None:
             self.chat_tools.planner = self.research.step
+            self.chat_tools.waiting_for_person.connect(self.answer_aloud.say)
         self.set_model_ready(False, "Starting…")
 
     def _build(self) -> None:

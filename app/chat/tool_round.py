@@ -61,6 +61,7 @@ class ChatTools(QObject):
 
     results_ready = Signal(list)  # [ChatMessage] tool messages of the step: the tab sends them on
     stopped = Signal(list)  # [ChatMessage] the step's messages after Stop: the answer ends here
+    waiting_for_person = Signal(str)  # calls wait for the person's word: what to tell them (Answer aloud says it)
 
     def __init__(self, service: ToolService, view: MessageList, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -173,10 +174,12 @@ class ChatTools(QObject):
             else:
                 pending.card.set_state("waiting")
         waiting = [pending.card for pending in self._calls if pending.card.waiting]
-        if waiting:  # a screen reader says so: nothing runs until the person answers
+        if waiting:  # a screen reader says so, and a voice reading the answer: nothing runs until they answer
             names = ", ".join(dict.fromkeys(card.name for card in waiting))
-            announce(waiting[0], f"{names}: {len(waiting)} tool call{'s' * (len(waiting) > 1)} waiting for you. "
-                                 "Allow or Deny is on the call's card.")
+            message = (f"{names}: {len(waiting)} tool call{'s' * (len(waiting) > 1)} waiting for you. "
+                       "Allow or Deny is on the call's card.")
+            announce(waiting[0], message)
+            self.waiting_for_person.emit(message)
         self._maybe_done()
 
     def stop(self) -> None:

@@ -61,6 +61,14 @@ class AnswerAloud(QObject):
             self._pending.put(None)
             self._pending = None
 
+    def say(self, text: str) -> None:
+        """Speak `text` after what the answer said so far, where this answer is being read (a tool call that
+        waits for the person: in a spoken conversation nobody may be looking at the screen)."""
+        if self._pending is None:
+            return
+        self._feed(self._streamed_text())
+        self._pending.put(f"\n\n{text}\n\n")
+
     def _on_tick(self) -> None:
         self._feed(self._streamed_text())
 

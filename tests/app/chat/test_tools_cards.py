@@ -162,3 +162,41 @@ def test_calls_that_wait_for_the_person_are_announced_once_and_always_allowed_on
     qtbot.waitUntil(lambda: len(bridge.submitted) == 3, timeout=LONG)
     assert not [message for message, _ in said if "waiting" in message]
     bridge.answer(tab.chat_id, "Done.")
+
+
+def test_answer_aloud_says_after_the_answers_words_that_a_call_waits(qtbot, tools_window, voice_model,  # type: ignore[no-untyped-def]
+                                                                     monkeypatch) -> None:
+    """In a spoken conversation nobody may look at the screen: the reading of an answer that stops at a call
+    waiting for the person ends with that, in the real voice, after the answer's own words."""
+    from app.voice import read_aloud
+    from tests.app.voice.test_read_aloud import RecordingOut
+
+    heard: list[str] = []
+    real_speak = read_aloud.speak
+
+    def listened(voice: Any, pieces: Any, speed: float) -> Any:
+        def recorded() -> Any:
+            for piece in pieces:
+                heard.append(piece)
+                yield piece
+        return real_speak(voice, recorded(), speed)
+
+    monkeypatch.setattr(read_aloud, "speak", listened)
+    window = tools_window()
+    wait_restored(qtbot, window)
+    window.settings.set("voice.tts_voice", voice_model)
+    bridge, tab = window.bridge, window.current_tab()
+    out = RecordingOut()
+    tab.read_aloud._make_out = lambda: out
+    qtbot.mouseClick(tab.answer_aloud.switch, Qt.MouseButton.LeftButton)
+    tab = _ask(qtbot, window, "What is 2 + 3?")
+    bridge.token_received.emit(tab.chat_id, "Let me add them.")
+    bridge.call_tools(tab.chat_id, ToolCall("call_a", "add", '{"a": 2, "b": 3}'))
+    qtbot.waitUntil(lambda: len(out.played) >= 2, timeout=60_000)
+    spoken = "".join(heard)
+    assert spoken.index("Let me add them.") < spoken.index("add: 1 tool call waiting for you.")
+    assert tab.answering and tab.read_aloud.reading, "the reading goes on into the answer after the call"
+    qtbot.mouseClick(_call_cards(tab)[0].deny_button, Qt.MouseButton.LeftButton)
+    bridge.answer(tab.chat_id, "I did not add them.")
+    qtbot.waitUntil(lambda: not tab.read_aloud.reading, timeout=60_000)
+    assert "I did not add them." in "".join(heard)
