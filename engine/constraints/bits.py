@@ -44,6 +44,12 @@ def sparse_tokens(mask: np.ndarray) -> np.ndarray | None:
     return (used[:, None] * 32 + _SHIFTS)[bits]
 
 
+def only(mask: np.ndarray, token: int) -> None:
+    """`mask` (in place) allows `token` alone."""
+    mask[:] = 0
+    mask.view(np.uint32)[token >> 5] = np.uint32(1 << (token & 31))
+
+
 def single_token(mask: np.ndarray) -> int | None:
     """The one token the row allows; None where it allows none or several. (Counted, then found with argmax
     over the words as unsigned: 2 us on a 152k vocabulary's row, flatnonzero 12; a forced walk asks per token.)"""

@@ -265,7 +265,12 @@ class SlotConstraints:
 
     def _fill_late(self, slot: int, rows: SlotRows, offset: int) -> None:
         """The mask after the slot's first `offset` draft tokens, filled now (they were sampled: the
-        constraint allowed each), as llguidance fills it beside the pass."""
+        constraint allowed each), as llguidance fills it beside the pass. A forced row's is its one token
+        (forced.py): written, not asked of llguidance (the transformers runner masks every row it samples)."""
+        forced = self.forced_at(slot, offset)
+        if forced is not None:
+            bits.only(self._masks[rows.first + offset], forced)
+            return
         with past_draft(self._matchers[slot], rows, offset) as matcher:
             if matcher is not None:
                 fill_next_token_bitmask(matcher, self._masks, rows.first + offset)

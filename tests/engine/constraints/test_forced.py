@@ -120,3 +120,5 @@ def test_a_row_with_one_bit_names_its_token(token: int) -> None:
     other = (token + 1) % 400
     mask.view(np.uint32)[other >> 5] |= np.uint32(1 << (other & 31))
     assert bits.single_token(mask) is None
+    bits.only(mask, other)
+    assert bits.single_token(mask) == other and bits.sparse_tokens(mask).tolist() == [other]
