@@ -23,8 +23,10 @@ from engine.voice.tts import speak
 from engine.voice.wer import word_error_rate
 
 SAID = "Please turn off the kitchen lights before you leave."
-# No numbers: Whisper writes "three" as "3", which the word error rate counts against it
-SPOKEN = "The weather is nice today. She bought green apples and a loaf of bread."
+# No numbers: Whisper writes "three" as "3", which the word error rate counts against it. Piper draws its noise
+# anew each call, so the sentences are ones Whisper base heard whole 30 times of 30 ("She bought green apples"
+# came back as "Chee-bot green apples and the loaf" 3 times of 30, a step from the limit)
+SPOKEN = "The weather is nice today. We will walk to the park after lunch."
 AUDIO_LIMIT = 2 * 2**20
 
 
