@@ -31,7 +31,8 @@ run: $(STAMP)
 #   make test-fast    model-free: scheduler, slots, speculative, schemas, parsers, hub, widgets (~1 min)
 #   make test-models  the tests that load a real model (the bundled GGUF, tiny transformers models)
 #   make test-heavy   whole-program checks: mypy and ruff over the tree, building and starting the PyInstaller
-#                     bundle, the GPU check's dry run (about 3 minutes of CPU between them)
+#                     bundle, the GPU check's dry run, the transformers memory estimate against real
+#                     processes' RSS (about 4 minutes of CPU between them)
 #   make test-all     all three in one run
 # PYTEST_ARGS passes more, e.g. `make test-fast PYTEST_ARGS="-k scheduler --durations=20"`.
 # Bytecode is kept even where the environment says not to (PYTHONDONTWRITEBYTECODE): without it every

@@ -7,7 +7,8 @@ Tiers (the Makefile's `test-fast`, `test-models`, `test-heavy`; `make test` runs
 - `slow`: loads a real model. Any test that asks for one of MODEL_FIXTURES (directly or through
   another fixture) is marked here at collection, so a new test that uses them lands in this tier
   without a mark of its own; a test that loads a model some other way carries `slow` itself.
-- `heavy`: a check of the whole tree or a whole program (mypy, the bundle, the GPU dry run).
+- `heavy`: a check of the whole tree or a whole program (mypy, the bundle, the GPU dry run, the resident
+  memory of real loading processes against the transformers estimate).
 
 A model-free test that loads a model anyway fails with a sentence saying so (the loads are
 counted, not timed): the fast tier stays fast because nothing in it can load one.

@@ -24,7 +24,9 @@ from engine.catalog.memory import estimate  # noqa: E402
 from engine.catalog.models import describe  # noqa: E402
 from engine.protocol import ModelConfig  # noqa: E402
 
-pytestmark = [pytest.mark.slow, pytest.mark.hf]
+# Heavy: four whole processes, each importing torch, transformers and bitsandbytes and loading the 135M model
+# (66 s of the suite, the largest single file: `make test-heavy`, which CI runs after `make test`)
+pytestmark = [pytest.mark.heavy, pytest.mark.hf]
 MiB = 1 << 20
 RAM = 32 << 30
 ROOT = Path(__file__).resolve().parents[3]
