@@ -177,10 +177,13 @@ class SlotConstraints:
             self._worker.wait()
 
     def close(self) -> None:
-        """The mask thread ends (a step after this starts a new one)."""
+        """The mask thread ends (a step after this starts a new one), and a vocabulary build under way is
+        waited for: it reads the model's vocabulary, which the runner frees next (a model unloaded while its
+        first tool turn was submitted crashed the process without this)."""
         worker, self._worker = self._worker, None
         if worker is not None:
             worker.close()
+        self._vocabulary.join()
 
     def allowed(self, slot: int, offset: int) -> np.ndarray | None:
         """The tokens the slot may sample at row `offset` of its rows this step (bools); None: any."""

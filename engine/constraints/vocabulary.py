@@ -39,6 +39,11 @@ class VocabularyBuild:
             self._thread.join(wait)
         return self._tokenizer is not None or self._error is not None
 
+    def join(self) -> None:
+        """Wait for a build under way to end: it reads the model's vocabulary, which closing the model frees."""
+        if self._thread is not None:
+            self._thread.join()
+
     def get(self) -> LLTokenizer:
         if self._tokenizer is None and self._error is None:
             if self._thread is None:

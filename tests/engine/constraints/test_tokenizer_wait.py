@@ -83,3 +83,21 @@ def test_a_call_opened_mid_answer_pauses_until_its_grammar_can_be_set() -> None:
     events += run_until_idle(scheduler)
     assert [c.kind for _, c in runner.constraints if c is not None] == ["lark"]
     assert finished(events, "c").reason == "tool_calls" and text_of(events, "f") == LONG
+
+
+@pytest.mark.slow
+def test_a_runner_closed_while_its_vocabulary_builds_waits_for_the_build(default_model: str) -> None:
+    """The build reads llama.cpp's vocabulary, which close() frees: closing mid-build (a model unloaded or
+    replaced just after a tool turn was submitted) crashed the process (segmentation fault, 1 run in 2 of three
+    closes). close() now returns only once the build has ended."""
+    from engine.protocol import ModelConfig
+    from engine.runners import load_runner
+
+    runner = load_runner(ModelConfig(path=default_model, slots=1, context_length=256, threads=1),
+                         lambda fraction, message: None, lambda: False)
+    constraints = runner._rows.constraints  # type: ignore[attr-defined]
+    assert not runner.constraints_ready(), "the build has just started (it takes a few hundred ms)"
+    build = constraints._vocabulary._thread
+    assert build is not None and build.is_alive()
+    runner.close()
+    assert not build.is_alive(), "close() returned while the build still read the vocabulary"
