@@ -16,7 +16,8 @@ one per step.
 
 A constrained turn waits (in the queue, or paused where its grammar starts mid-answer) while the
 runner builds what constraints need on a worker thread (Runner.constraints_ready): the other chats
-keep stepping meanwhile.
+keep stepping meanwhile. A turn whose grammar may start mid-answer (tools offered, an answer's grammar after
+the thinking) asks for that build when it is submitted (Runner.prepare_constraints: where a core is spare).
 
 The Scheduler holds the queue, the slots and the turns' lives; the parts that change for their own
 reasons are in engine/scheduling/: the turn made from a request (request.py), the step's plan
@@ -71,6 +72,8 @@ class Scheduler:
         sequence, error = new_turn(self.runner, chat_id, prompt, params, setup)
         if error:
             return events + self._results.finish(sequence, "error", error)
+        if sequence.setup.tools is not None or sequence.answer_constraint is not None:
+            self.runner.prepare_constraints()
         self.waiting.append(sequence)
         return events
 

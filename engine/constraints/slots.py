@@ -101,6 +101,11 @@ class SlotConstraints:
         ready: set() then raises its ConstraintError, and the turn ends with it."""
         return self._vocabulary.ready(wait)
 
+    @property
+    def started(self) -> bool:
+        """Whether the vocabulary's build has begun (VocabularyBuild.started)."""
+        return self._vocabulary.started
+
     def tokenizer(self) -> LLTokenizer:
         return self._vocabulary.get()
 

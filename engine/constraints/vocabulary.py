@@ -39,6 +39,11 @@ class VocabularyBuild:
             self._thread.join(wait)
         return self._tokenizer is not None or self._error is not None
 
+    @property
+    def started(self) -> bool:
+        """Whether its build has begun (or ended): ready() was asked, or get()."""
+        return self._thread is not None or self._tokenizer is not None or self._error is not None
+
     def join(self) -> None:
         """Wait for a build under way to end: it reads the model's vocabulary, which closing the model frees."""
         if self._thread is not None:

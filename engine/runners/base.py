@@ -113,6 +113,12 @@ class Runner(Protocol):
         thread; until it is built the scheduler holds constrained turns back and steps the others.
         `wait`: seconds to wait for it (when nothing else can step)."""
 
+    def prepare_constraints(self) -> None:
+        """A turn may need a constraint mid-answer (tools offered, an answer's grammar after the thinking):
+        start that build now where it costs the passes nothing (a core they leave spare, or a GPU running
+        them), so the answer does not stop at its first call. With every core in the passes it waits for
+        the grammar to be due: beside the prompt's read it made the first token later (docs/benchmarks.md)."""
+
     def step_logprobs(self, slot: int) -> list[TokenLogprob]:
         """The log-probabilities of the tokens `slot` got from the last forward, one per token, taken
         from the model's row before any constraint's mask; empty unless params.logprobs is set."""

@@ -55,6 +55,7 @@ class FakeRunner:
         self.constraints_gate = threading.Event()  # cleared: constrained decoding is not ready yet
         self.constraints_gate.set()
         self.constraint_waits = 0
+        self.constraints_prepared = 0  # prepare_constraints calls: turns that may need a grammar mid-answer
         self.info = ModelInfo("fake", "", "llamacpp", "cpu", "none", "none", context_length, slots, 0, 0, False)
 
     def render_chat(self, messages: Sequence[ChatMessage], tools: Sequence[ToolSpec] = (),
@@ -86,6 +87,9 @@ class FakeRunner:
             return True
         self.constraint_waits += 1
         return False
+
+    def prepare_constraints(self) -> None:
+        self.constraints_prepared += 1
 
     def forced_tokens(self, slot: int, limit: int) -> list[int]:
         """Under a constraint, the reply's next characters while they are among `forced_chars` (the last sampled

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from engine.constraints.slots import spare_core
 from engine.detokenizer import OffsetDetokenizer
 from engine.protocol import (
     ChatMessage,
@@ -173,6 +174,10 @@ class HfRunner:
 
     def constraints_ready(self, wait: float = 0.0) -> bool:
         return self._rows.constraints.ready(wait)
+
+    def prepare_constraints(self) -> None:
+        if self.device.type != "cpu" or spare_core(torch.get_num_threads()):
+            self._rows.constraints.ready()
 
     def forced_tokens(self, slot: int, limit: int) -> list[int]:
         return self._rows.constraints.forced(slot, limit, self.is_end_of_generation)

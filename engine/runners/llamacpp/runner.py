@@ -18,6 +18,7 @@ import llama_cpp
 import numpy as np
 
 from engine.chat_template import render_chat
+from engine.constraints.slots import spare_core
 from engine.detokenizer import ByteDetokenizer
 from engine.protocol import (
     ChatMessage,
@@ -123,6 +124,10 @@ class LlamaCppRunner:
 
     def constraints_ready(self, wait: float = 0.0) -> bool:
         return self._rows.constraints.ready(wait)
+
+    def prepare_constraints(self) -> None:
+        if self.info.gpu_offload or spare_core(self._threads[1]):  # the prompt's read is what it would slow
+            self._rows.constraints.ready()
 
     def forced_tokens(self, slot: int, limit: int) -> list[int]:
         return self._rows.constraints.forced(slot, limit, self.is_end_of_generation)

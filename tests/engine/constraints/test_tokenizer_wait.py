@@ -85,6 +85,54 @@ def test_a_call_opened_mid_answer_pauses_until_its_grammar_can_be_set() -> None:
     assert finished(events, "c").reason == "tool_calls" and text_of(events, "f") == LONG
 
 
+def test_a_turn_offered_tools_asks_for_the_build_when_it_is_submitted() -> None:
+    """Its grammar may be due mid-answer: the runner is asked to build now (Runner.prepare_constraints), not
+    when the call opens; a turn with no tools asks nothing."""
+    weather = ToolSpec("get_weather", "", json.dumps({"type": "object"}))
+    runner = FakeRunner({"f": LONG, "t": "no call after all"})
+    scheduler = Scheduler(runner)
+    scheduler.submit("f", encode("f>"), FREE)
+    assert runner.constraints_prepared == 0
+    scheduler.submit("t", encode("t>"), FREE, TurnSetup(OutputFormat(), FALLBACK_TOOL_FORMAT, False, (weather,), "auto"))
+    assert runner.constraints_prepared == 1
+    events = run_until_idle(scheduler)
+    assert text_of(events, "t") == "no call after all" and runner.constraints_prepared == 1
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", ["llamacpp", pytest.param("hf", marks=pytest.mark.hf)])
+def test_the_real_runners_build_at_submit_only_with_a_core_to_spare(
+        backend: str, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Beside the prompt's read on every core the build made the first token later; with a core spare (or a
+    GPU) it costs the passes nothing and the first call no longer waits for it (docs/benchmarks.md)."""
+    from engine.parsing.prompt import prepare_turn
+    from engine.protocol import ChatMessage, ModelConfig, Submit
+    from engine.runners import load_runner
+
+    path = request.getfixturevalue("default_model" if backend == "llamacpp" else "tiny_model")
+    config = ModelConfig(path=path, backend=backend, slots=2, context_length=512, threads=1)  # type: ignore[arg-type]
+    runner = load_runner(config, lambda fraction, message: None, lambda: False)
+    module = "engine.runners.llamacpp.runner" if backend == "llamacpp" else "engine.runners.hf.runner"
+    try:
+        constraints = runner._rows.constraints  # type: ignore[attr-defined]
+        weather = ToolSpec("get_weather", "Today's weather.", json.dumps({"type": "object"}))
+        asked = Submit("t", (ChatMessage("user", "What is the weather?"),), FREE, tools=(weather,))
+        text, setup = prepare_turn(runner.render_chat, runner.output_format, asked)
+        assert setup.tools is not None
+        scheduler = Scheduler(runner)
+        scheduler.submit("f", runner.tokenize(runner.render_chat([ChatMessage("user", "Hello.")])), FREE)
+        assert not constraints.started, "a turn with no tools builds nothing"
+        monkeypatch.setattr(f"{module}.spare_core", lambda threads: False)
+        scheduler.submit("t", runner.tokenize(text), FREE, setup)
+        assert not constraints.started, "every core in the passes: the build waits for the grammar to be due"
+        monkeypatch.setattr(f"{module}.spare_core", lambda threads: threads == 1)  # the runner's own count
+        scheduler.submit("t", runner.tokenize(text), FREE, setup)
+        assert constraints.started, "a core spare: it starts with the turn, before any step"
+        assert runner.constraints_ready(wait=60) and constraints.tokenizer() is not None
+    finally:
+        runner.close()
+
+
 @pytest.mark.slow
 def test_a_runner_closed_while_its_vocabulary_builds_waits_for_the_build(default_model: str) -> None:
     """The build reads llama.cpp's vocabulary, which close() frees: closing mid-build (a model unloaded or
